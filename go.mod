@@ -1,0 +1,3 @@
+module netbox-plugin-bridge
+
+go 1.26

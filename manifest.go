@@ -1,0 +1,291 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// Manifest limits and name rules (SPEC §4).
+const (
+	manifestToolLimit = 64
+	titleLimit        = 200
+	descriptionLimit  = 2000
+	pathLimit         = 1024
+)
+
+var (
+	slugPattern     = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+	toolNamePattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+)
+
+// manifest is a bridge-v1 manifest that passed every rule.
+type manifest struct {
+	plugin string
+	tools  []*tool
+}
+
+// tool is one validated descriptor with its compiled schemas.
+type tool struct {
+	name, method, path, effect string
+	descriptor                 value   // as in the manifest, outputSchema null when absent
+	input                      *schema // root of inputSchema
+	output                     *schema // nil when absent
+}
+
+func (m *manifest) tool(name string) *tool {
+	for _, t := range m.tools {
+		if t.name == name {
+			return t
+		}
+	}
+	return nil
+}
+
+var (
+	manifestKeys    = []string{"schema_version", "plugin", "tools"}
+	descriptorKeys  = []string{"name", "title", "description", "method", "path", "effect", "inputSchema", "annotations"}
+	annotationKeys  = []string{"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
+	methodEffects   = map[string][]string{"GET": {"read"}, "HEAD": {"read"}, "POST": {"write", "destructive"}, "PUT": {"write", "destructive"}, "PATCH": {"write", "destructive"}, "DELETE": {"destructive"}}
+	descriptorAlias = map[string]string{"input_schema": "inputSchema", "output_schema": "outputSchema", "read_only_hint": "readOnlyHint"}
+)
+
+// problems collects every broken rule of one document.
+type problems []problem
+
+func (ps *problems) add(loc, format string, args ...any) {
+	*ps = append(*ps, problem{loc, fmt.Sprintf(format, args...)})
+}
+
+func (ps *problems) addErr(err error) {
+	if p, ok := err.(*problem); ok {
+		*ps = append(*ps, *p)
+		return
+	}
+	*ps = append(*ps, problem{"", err.Error()})
+}
+
+// exactKeys checks that obj, found at loc, is an object with exactly the
+// required keys (optional ones may be missing).
+func (ps *problems) exactKeys(obj value, loc, what string, required, optional []string) bool {
+	if obj.kind != kindObject {
+		ps.add(loc, "%s must be an object", what)
+		return false
+	}
+	ok := true
+	for _, m := range obj.obj {
+		if !slices.Contains(required, m.key) && !slices.Contains(optional, m.key) {
+			hint := ""
+			if a, found := descriptorAlias[m.key]; found {
+				hint = fmt.Sprintf(" (the key is %q)", a)
+			}
+			ps.add(child(loc, m.key), "unknown key in %s%s", what, hint)
+			ok = false
+		}
+	}
+	for _, k := range required {
+		if _, found := obj.get(k); !found {
+			ps.add(loc, "%s is missing %q", what, k)
+			ok = false
+		}
+	}
+	return ok
+}
+
+// parseManifest decodes a manifest document and checks every rule of SPEC §4.
+// It returns the manifest only when there is no problem.
+func parseManifest(data []byte) (*manifest, problems) {
+	doc, err := decode(data, manifestLimits)
+	if err != nil {
+		return nil, problems{{"", err.Error()}}
+	}
+	var ps problems
+	if !ps.exactKeys(doc, "", "the manifest", manifestKeys, nil) {
+		return nil, ps
+	}
+	m := &manifest{}
+	if v, _ := doc.get("schema_version"); v.kind != kindString || v.s != "1" {
+		ps.add("schema_version", `must be the string "1"`)
+	}
+	if v, _ := doc.get("plugin"); v.kind != kindString || !slugPattern.MatchString(v.s) {
+		ps.add("plugin", "must be a plugin slug matching %s", slugPattern)
+	} else {
+		m.plugin = v.s
+	}
+	tools, _ := doc.get("tools")
+	if tools.kind != kindArray || len(tools.arr) < 1 || len(tools.arr) > manifestToolLimit {
+		ps.add("tools", "must be an array of 1 to %d tools", manifestToolLimit)
+		return nil, ps
+	}
+	names := map[string]int{}
+	for i, tv := range tools.arr {
+		loc := index("tools", i)
+		t := ps.checkTool(tv, loc)
+		if t == nil {
+			continue
+		}
+		if j, dup := names[t.name]; dup {
+			ps.add(child(loc, "name"), "tool name %q is already used by tools[%d]", t.name, j)
+			continue
+		}
+		names[t.name] = i
+		m.tools = append(m.tools, t)
+	}
+	if len(ps) > 0 {
+		return nil, ps
+	}
+	return m, nil
+}
+
+// checkTool checks one descriptor and returns it when it is valid.
+func (ps *problems) checkTool(v value, loc string) *tool {
+	if !ps.exactKeys(v, loc, "a tool descriptor", descriptorKeys, []string{"outputSchema"}) {
+		return nil
+	}
+	before := len(*ps)
+	str := func(key string) string {
+		f, _ := v.get(key)
+		if f.kind != kindString {
+			ps.add(child(loc, key), "must be a string")
+			return ""
+		}
+		return f.s
+	}
+	t := &tool{name: str("name"), method: str("method"), path: str("path"), effect: str("effect")}
+	title, description := str("title"), str("description")
+	if len(*ps) > before {
+		return nil
+	}
+	if !toolNamePattern.MatchString(t.name) {
+		ps.add(child(loc, "name"), "%s does not match %s", quote(t.name), toolNamePattern)
+	}
+	if n := utf8.RuneCountInString(title); n < 1 || n > titleLimit {
+		ps.add(child(loc, "title"), "must be 1 to %d characters, not %d", titleLimit, n)
+	}
+	if n := utf8.RuneCountInString(description); n < 1 || n > descriptionLimit {
+		ps.add(child(loc, "description"), "must be 1 to %d characters, not %d", descriptionLimit, n)
+	}
+	if err := checkToolPath(t.path); err != nil {
+		ps.add(child(loc, "path"), "%s: %v", quote(t.path), err)
+	}
+	effects, ok := methodEffects[t.method]
+	switch {
+	case !ok:
+		ps.add(child(loc, "method"), "%s is not one of GET, HEAD, POST, PUT, PATCH, DELETE", quote(t.method))
+	case !slices.Contains([]string{"read", "write", "destructive"}, t.effect):
+		ps.add(child(loc, "effect"), "%s is not one of read, write, destructive", quote(t.effect))
+	case !slices.Contains(effects, t.effect):
+		ps.add(child(loc, "effect"), "%s does not agree with method %s, which needs %s", quote(t.effect), t.method, strings.Join(effects, " or "))
+	}
+	if slices.Contains(effects, t.effect) {
+		ps.checkAnnotations(v, loc, t.effect)
+	}
+	t.input = ps.checkInputSchema(v, child(loc, "inputSchema"), t.method)
+	if out, _ := v.get("outputSchema"); out.kind != kindNull {
+		s, err := compileSchema(out, child(loc, "outputSchema"))
+		if err != nil {
+			ps.addErr(err)
+		}
+		t.output = s
+	}
+	if len(*ps) > before {
+		return nil
+	}
+	t.descriptor = value{kind: kindObject, obj: append([]member(nil), v.obj...)}
+	if _, found := v.get("outputSchema"); !found {
+		t.descriptor.obj = append(t.descriptor.obj, member{"outputSchema", value{}})
+	}
+	return t
+}
+
+func (ps *problems) checkAnnotations(tool value, loc, effect string) {
+	a, _ := tool.get("annotations")
+	loc = child(loc, "annotations")
+	if !ps.exactKeys(a, loc, "annotations", annotationKeys, nil) {
+		return
+	}
+	for _, m := range a.obj {
+		if m.val.kind != kindBool {
+			ps.add(child(loc, m.key), "must be a boolean")
+			return
+		}
+	}
+	if ro, _ := a.get("readOnlyHint"); ro.b != (effect == "read") {
+		ps.add(child(loc, "readOnlyHint"), "must be %t for effect %q", effect == "read", effect)
+	}
+	if d, _ := a.get("destructiveHint"); d.b != (effect == "destructive") {
+		ps.add(child(loc, "destructiveHint"), "must be %t for effect %q", effect == "destructive", effect)
+	}
+}
+
+// checkInputSchema compiles an inputSchema with its root rules, and for
+// GET/HEAD the rule that every property encodes as a query parameter.
+func (ps *problems) checkInputSchema(tool value, loc, method string) *schema {
+	v, _ := tool.get("inputSchema")
+	if v.kind != kindObject {
+		ps.add(loc, "must be a schema object")
+		return nil
+	}
+	if t, _ := v.get("type"); t.kind != kindString || t.s != "object" {
+		ps.add(child(loc, "type"), `an inputSchema root must declare "type": "object"`)
+	}
+	if a, found := v.get("additionalProperties"); !found || a.kind != kindBool || a.b {
+		ps.add(child(loc, "additionalProperties"), `an inputSchema root must declare "additionalProperties": false`)
+	}
+	s, err := compileSchema(v, loc)
+	if err != nil {
+		ps.addErr(err)
+		return nil
+	}
+	if method != "GET" && method != "HEAD" {
+		return s
+	}
+	for _, p := range s.props {
+		if !p.declared {
+			continue
+		}
+		if !queryEncodable(p.schema) {
+			ps.add(child(child(loc, "properties"), p.name),
+				"a %s input property must declare scalar types, or \"array\" (optionally with \"null\") whose items declare scalar types", method)
+		}
+	}
+	return s
+}
+
+// queryEncodable reports whether every value s accepts encodes
+// deterministically as query parameters.
+func queryEncodable(s *schema) bool {
+	scalar := func(s *schema) bool { return s != nil && s.types != 0 && s.types&^scalarTypes == 0 }
+	if scalar(s) {
+		return true
+	}
+	return s.types&^typeNull == typeArray && scalar(s.items)
+}
+
+// checkToolPath applies the descriptor path rules: a fixed path relative to
+// the plugin's API root.
+func checkToolPath(p string) error {
+	if len(p) < 2 || len(p) > pathLimit {
+		return fmt.Errorf("must be 2 to %d characters", pathLimit)
+	}
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if !(c == '.' || c == '_' || c == '~' || c == '/' || c == '-' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+			return fmt.Errorf("character %q is not allowed (only A-Z a-z 0-9 . _ ~ / -)", c)
+		}
+	}
+	if p[0] == '/' {
+		return fmt.Errorf("must be relative to /api/plugins/<plugin>/, without a leading /")
+	}
+	if p[len(p)-1] != '/' {
+		return fmt.Errorf("must end with /")
+	}
+	for _, seg := range strings.Split(p[:len(p)-1], "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return fmt.Errorf("has an empty, . or .. segment")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// badManifests maps each file of testdata/manifests, one broken SPEC §4 rule
+// apiece, to the location and message its first problem must have.
+var badManifests = map[string]struct{ location, message string }{
+	"not-json":                  {"", "invalid JSON at line 1, column 58 (byte 57): expected a string key"},
+	"duplicate-key":             {"", `duplicate key "name"`},
+	"byte-order-mark":           {"", "byte order mark is not allowed"},
+	"unknown-top-key":           {"version", "unknown key in the manifest"},
+	"missing-tools":             {"", `the manifest is missing "tools"`},
+	"schema-version-number":     {"schema_version", `must be the string "1"`},
+	"plugin-bad-slug":           {"plugin", "must be a plugin slug"},
+	"tools-empty":               {"tools", "must be an array of 1 to 64 tools"},
+	"tools-65":                  {"tools", "must be an array of 1 to 64 tools"},
+	"snake-case-alias":          {"tools[1].input_schema", `unknown key in a tool descriptor (the key is "inputSchema")`},
+	"missing-annotations":       {"tools[0]", `a tool descriptor is missing "annotations"`},
+	"name-bad":                  {"tools[0].name", `"List-Reports" does not match`},
+	"name-duplicate":            {"tools[1].name", `tool name "list_reports" is already used by tools[0]`},
+	"title-empty":               {"tools[0].title", "must be 1 to 200 characters, not 0"},
+	"title-too-long":            {"tools[0].title", "must be 1 to 200 characters, not 201"},
+	"title-not-string":          {"tools[0].title", "must be a string"},
+	"description-too-long":      {"tools[0].description", "must be 1 to 2000 characters, not 2001"},
+	"method-lowercase":          {"tools[0].method", `"get" is not one of GET, HEAD, POST, PUT, PATCH, DELETE`},
+	"method-unknown":            {"tools[0].method", `"OPTIONS" is not one of`},
+	"effect-unknown":            {"tools[0].effect", `"readonly" is not one of read, write, destructive`},
+	"get-write-effect":          {"tools[0].effect", `"write" does not agree with method GET, which needs read`},
+	"post-read-effect":          {"tools[1].effect", `"read" does not agree with method POST, which needs write or destructive`},
+	"delete-write-effect":       {"tools[1].effect", `"write" does not agree with method DELETE, which needs destructive`},
+	"read-only-hint-mismatch":   {"tools[0].annotations.readOnlyHint", `must be true for effect "read"`},
+	"destructive-hint-mismatch": {"tools[1].annotations.destructiveHint", `must be true for effect "destructive"`},
+	"annotations-extra-key":     {"tools[0].annotations.title", "unknown key in annotations"},
+	"annotations-not-boolean":   {"tools[0].annotations.readOnlyHint", "must be a boolean"},
+	"path-leading-slash":        {"tools[0].path", "without a leading /"},
+	"path-no-trailing-slash":    {"tools[0].path", "must end with /"},
+	"path-dot-dot":              {"tools[0].path", "has an empty, . or .. segment"},
+	"path-dot":                  {"tools[0].path", "has an empty, . or .. segment"},
+	"path-empty-segment":        {"tools[0].path", "has an empty, . or .. segment"},
+	"path-percent":              {"tools[0].path", `character '%' is not allowed`},
+	"path-query":                {"tools[0].path", `character '?' is not allowed`},
+	"path-fragment":             {"tools[0].path", `character '#' is not allowed`},
+	"path-backslash":            {"tools[0].path", `character '\\' is not allowed`},
+	"path-url":                  {"tools[0].path", `character ':' is not allowed`},
+	"path-too-long":             {"tools[0].path", "must be 2 to 1024 characters"},
+	"path-too-short":            {"tools[0].path", "must be 2 to 1024 characters"},
+	"input-type-not-literal":    {"tools[1].inputSchema.type", `an inputSchema root must declare "type": "object"`},
+	"input-additional-missing":  {"tools[1].inputSchema.additionalProperties", `must declare "additionalProperties": false`},
+	"input-additional-schema":   {"tools[1].inputSchema.additionalProperties", `must declare "additionalProperties": false`},
+	"input-boolean-schema":      {"tools[1].inputSchema", "must be a schema object"},
+	"input-ref":                 {"tools[1].inputSchema.properties.scope.$ref", `keyword "$ref" is not in the bridge-v1 schema subset`},
+	"input-pattern":             {"tools[1].inputSchema.properties.scope.pattern", `keyword "pattern" is not in the bridge-v1 schema subset`},
+	"input-combinator":          {"tools[1].inputSchema.anyOf", `keyword "anyOf" is not in the bridge-v1 schema subset`},
+	"input-format-email":        {"tools[1].inputSchema.properties.since.format", `format "email" is not supported`},
+	"unique-items-untyped":      {"tools[1].inputSchema.properties.ids.uniqueItems", "exactly one scalar type"},
+	"unique-items-mixed":        {"tools[1].inputSchema.properties.ids.uniqueItems", "exactly one scalar type"},
+	"get-object-property":       {"tools[0].inputSchema.properties.filter", "a GET input property must declare scalar types"},
+	"get-array-of-objects":      {"tools[0].inputSchema.properties.ids", "a GET input property must declare scalar types"},
+	"get-untyped-property":      {"tools[0].inputSchema.properties.any", "a GET input property must declare scalar types"},
+	"get-array-or-string":       {"tools[0].inputSchema.properties.mixed", "a GET input property must declare scalar types"},
+	"output-pattern":            {"tools[0].outputSchema.properties.name.pattern", `keyword "pattern"`},
+	"output-not-schema":         {"tools[1].outputSchema", "a schema must be an object or a boolean"},
+	"schema-too-deep":           {"tools[1].inputSchema", "more than 16"},
+	"schema-too-many-values":    {"tools[1].inputSchema", "more than 2048"},
+	"meta-negative-count":       {"tools[1].inputSchema.properties.scope.minLength", "must be a non-negative integer"},
+	"meta-fractional-count":     {"tools[1].inputSchema.properties.scope.maxLength", "must be a non-negative integer"},
+	"meta-multiple-of-zero":     {"tools[1].inputSchema.properties.n.multipleOf", "multipleOf must be greater than 0"},
+	"meta-required-duplicate":   {"tools[1].inputSchema.required[1]", `required lists "scope" twice`},
+	"meta-type-unknown":         {"tools[1].inputSchema.properties.scope.type", "type must be one of the seven type names"},
+	"meta-type-duplicate":       {"tools[1].inputSchema.properties.scope.type", `type lists "string" twice`},
+}
+
+func TestBadManifests(t *testing.T) {
+	files, _ := filepath.Glob("testdata/manifests/*.json")
+	if len(files) != len(badManifests) {
+		t.Errorf("%d files in testdata/manifests, %d expectations", len(files), len(badManifests))
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".json")
+		want, ok := badManifests[name]
+		if !ok {
+			t.Errorf("%s has no expectation", f)
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, ps := parseManifest(data)
+		if m != nil || len(ps) == 0 {
+			t.Errorf("%s: accepted", name)
+			continue
+		}
+		if ps[0].Location != want.location || !strings.Contains(ps[0].Message, want.message) {
+			t.Errorf("%s: got %q %q, want %q containing %q", name, ps[0].Location, ps[0].Message, want.location, want.message)
+		}
+		for _, p := range ps {
+			if len(p.Message) > 2*clipLimit+200 {
+				t.Errorf("%s: message echoes too much input: %d bytes", name, len(p.Message))
+			}
+		}
+	}
+}
+
+func TestValidManifests(t *testing.T) {
+	for _, f := range []string{"testdata/manifest-valid.json", filepath.Join(sharedDir, "fixtures", "proxbox_bridge_v1.json")} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, ps := parseManifest(data)
+		if len(ps) > 0 {
+			t.Fatalf("%s: %v", f, ps)
+		}
+		if len(m.tools) != 2 {
+			t.Errorf("%s: %d tools", f, len(m.tools))
+		}
+		for _, tl := range m.tools {
+			if out, ok := tl.descriptor.get("outputSchema"); !ok || (tl.output == nil) != (out.kind == kindNull) {
+				t.Errorf("%s: %s: outputSchema not kept as in the manifest", f, tl.name)
+			}
+		}
+	}
+}
+
+// TestProxboxContract runs the real producer's tools against realistic
+// arguments and responses.
+func TestProxboxContract(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(sharedDir, "fixtures", "proxbox_bridge_v1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		tool, arguments, response string
+		problem                   string // "" for valid
+	}{
+		{"list_sync_jobs", `{}`, `{"count": 1, "scheduled_jobs": [{"id": 9223372036854775807, "pk": 7, "name": "nightly", "sync_types": ["devices"], "schedule": "2026-12-02T03:00:00Z", "interval": 1440, "status": "scheduled"}]}`, ""},
+		{"list_sync_jobs", `{}`, `{"count": 0, "scheduled_jobs": [{"id": 1, "pk": 1, "name": null, "sync_types": [], "schedule": null, "interval": null, "status": "pending"}]}`, ""},
+		{"list_sync_jobs", `{"all": true}`, "", "arguments.all: property is not allowed"},
+		{"list_sync_jobs", "", `{"count": 1, "scheduled_jobs": [{"id": 9223372036854775808, "pk": 1, "name": null, "sync_types": [], "schedule": null, "interval": null, "status": "x"}]}`, "response.scheduled_jobs[0].id: 9223372036854775808 is greater than maximum 9223372036854775807"},
+		{"list_sync_jobs", "", `{"count": 1, "scheduled_jobs": [{"id": 1, "pk": 1, "name": null, "sync_types": [], "schedule": "2026-13-01T00:00:00Z", "interval": null, "status": "x"}]}`, "response.scheduled_jobs[0].schedule"},
+		{"list_sync_jobs", "", `{"count": 1, "count": 2, "scheduled_jobs": []}`, `duplicate key "count"`},
+		{"schedule_sync", `{"sync_stages": ["devices", "vm-disks"], "proxmox_endpoint_ids": [1, 9223372036854775807], "schedule_at": "2026-12-31T23:59:60Z", "recurrence": {"hours": 6}, "job_name": "nightly"}`, `{"ok": true, "job_id": 42, "message": "queued"}`, ""},
+		{"schedule_sync", `{"sync_stages": ["devices"], "schedule_at": null}`, `{"ok": true, "job_id": null, "message": "queued"}`, ""},
+		{"schedule_sync", `{}`, "", `arguments: missing required property "sync_stages"`},
+		{"schedule_sync", `{"sync_stages": []}`, "", "arguments.sync_stages: has 0 items, fewer than minItems 1"},
+		{"schedule_sync", `{"sync_stages": ["everything"]}`, "", `arguments.sync_stages[0]: "everything" is not one of the schema's enum values`},
+		{"schedule_sync", `{"sync_stages": ["sdn", "sdn"]}`, "", "arguments.sync_stages[1]: equals an earlier item"},
+		{"schedule_sync", `{"sync_stages": ["sdn"], "proxmox_endpoint_ids": [7, 7.0]}`, "", "arguments.proxmox_endpoint_ids[1]: equals an earlier item"},
+		{"schedule_sync", `{"sync_stages": ["sdn"], "proxmox_endpoint_ids": [9007199254740992.0]}`, "", "arguments.proxmox_endpoint_ids[0]: expected integer, got number"},
+		{"schedule_sync", `{"sync_stages": ["sdn"], "proxmox_endpoint_ids": [9223372036854775808]}`, "", "greater than maximum 9223372036854775807"},
+		{"schedule_sync", `{"sync_stages": ["sdn"], "recurrence": {"days": 1, "hours": 2}}`, "", "arguments.recurrence: has 2 properties, more than maxProperties 1"},
+		{"schedule_sync", `{"sync_stages": ["sdn"], "schedule_at": "2026-08-12T12:34:60Z"}`, "", "arguments.schedule_at"},
+		{"schedule_sync", "", `{"ok": false, "job_id": 1, "message": "x"}`, "response.ok: value does not equal the schema's const"},
+	}
+	for _, c := range cases {
+		var args, body []byte
+		if c.arguments != "" {
+			args = []byte(c.arguments)
+		}
+		if c.response != "" {
+			body = []byte(c.response)
+		}
+		ps := checkDocuments(data, c.tool, args, body)
+		switch {
+		case c.problem == "" && len(ps) > 0:
+			t.Errorf("%s %s %s: %v", c.tool, c.arguments, c.response, ps)
+		case c.problem != "" && (len(ps) == 0 || !strings.Contains(ps[0].Error(), c.problem)):
+			t.Errorf("%s %s %s: got %v, want %q", c.tool, c.arguments, c.response, ps, c.problem)
+		}
+	}
+}

@@ -1,0 +1,1545 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"math/big"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// limits bound one JSON document while it is decoded (SPEC §3, §5, §6).
+type limits struct {
+	bytes  int // document size in bytes
+	depth  int // nesting of arrays and objects
+	values int // values of any kind, containers included
+}
+
+var (
+	rootLimits     = limits{bytes: 1 << 20, depth: 24, values: 12000} // plugin list and plugin roots
+	manifestLimits = limits{bytes: 256 << 10, depth: 24, values: 12000}
+	schemaLimits   = limits{bytes: 64 << 10, depth: 16, values: 2048}
+	instanceLimits = limits{bytes: 256 << 10, depth: 32, values: 10000} // arguments and target bodies
+)
+
+// numberTokenLimit bounds the text of one number token so that exact
+// decimal arithmetic on it stays cheap (SPEC §5).
+const numberTokenLimit = 1000
+
+// maxSafeInteger is the largest integral float token that counts as an integer.
+var maxSafeInteger = mustDecimal("9007199254740991")
+
+// kind is the JSON type of a decoded value.
+type kind uint8
+
+const (
+	kindNull kind = iota
+	kindBool
+	kindNumber
+	kindString
+	kindArray
+	kindObject
+)
+
+// value is a decoded JSON value. Objects keep their member order and numbers
+// keep their exact token text, so re-encoding a value changes no number.
+type value struct {
+	kind kind
+	b    bool
+	s    string // string content, or the number token
+	arr  []value
+	obj  []member
+}
+
+type member struct {
+	key string
+	val value
+}
+
+// get returns the member named key of an object value.
+func (v value) get(key string) (value, bool) {
+	for _, m := range v.obj {
+		if m.key == key {
+			return m.val, true
+		}
+	}
+	return value{}, false
+}
+
+// syntaxError reports a document that is not strict JSON within its limits.
+type syntaxError struct {
+	offset, line, column int
+	msg                  string
+}
+
+func (e *syntaxError) Error() string {
+	if e.line == 0 {
+		return e.msg
+	}
+	return fmt.Sprintf("invalid JSON at line %d, column %d (byte %d): %s", e.line, e.column, e.offset, e.msg)
+}
+
+// scanner is the one strict tokenizer under every document the bridge reads.
+// It enforces the depth and value limits while it reads.
+type scanner struct {
+	data    []byte
+	pos     int
+	depth   int
+	values  int
+	lim     limits
+	scratch []byte
+}
+
+func newScanner(data []byte, lim limits) (scanner, error) {
+	if len(data) > lim.bytes {
+		return scanner{}, &syntaxError{msg: fmt.Sprintf("document is %d bytes, more than %d", len(data), lim.bytes)}
+	}
+	if bytes.HasPrefix(data, []byte("\xEF\xBB\xBF")) {
+		return scanner{}, &syntaxError{0, 1, 1, "byte order mark is not allowed"}
+	}
+	return scanner{data: data, lim: lim}, nil
+}
+
+func (s *scanner) errorf(format string, args ...any) error {
+	before := s.data[:min(s.pos, len(s.data))]
+	line := bytes.Count(before, []byte("\n")) + 1
+	column := len(before) - bytes.LastIndexByte(before, '\n')
+	return &syntaxError{s.pos, line, column, fmt.Sprintf(format, args...)}
+}
+
+func (s *scanner) skipSpace() {
+	for s.pos < len(s.data) {
+		switch s.data[s.pos] {
+		case ' ', '\t', '\n', '\r':
+			s.pos++
+		default:
+			return
+		}
+	}
+}
+
+// peek returns the next non-space byte, or 0 at the end of input.
+func (s *scanner) peek() byte {
+	s.skipSpace()
+	if s.pos < len(s.data) {
+		return s.data[s.pos]
+	}
+	return 0
+}
+
+// finish checks that only white space follows the top-level value.
+func (s *scanner) finish() error {
+	if s.skipSpace(); s.pos < len(s.data) {
+		return s.errorf("unexpected data after the top-level value")
+	}
+	return nil
+}
+
+// count charges one value against the limit.
+func (s *scanner) count() error {
+	s.values++
+	if s.values > s.lim.values {
+		return s.errorf("more than %d values", s.lim.values)
+	}
+	return nil
+}
+
+// open consumes '[' or '{' and enters one level of nesting.
+func (s *scanner) open() error {
+	s.depth++
+	if s.depth > s.lim.depth {
+		return s.errorf("nesting deeper than %d", s.lim.depth)
+	}
+	s.pos++
+	return nil
+}
+
+// more reports whether another element or member follows in the container
+// closed by end, consuming the separating comma or the closing byte.
+func (s *scanner) more(end byte, first bool) (bool, error) {
+	c := s.peek()
+	if c == end {
+		s.pos++
+		s.depth--
+		return false, nil
+	}
+	if !first {
+		if c != ',' {
+			return false, s.errorf("expected ',' or '%c'", end)
+		}
+		s.pos++
+		s.skipSpace()
+	}
+	return true, nil
+}
+
+// key reads an object key and the colon after it.
+func (s *scanner) key() (string, error) {
+	if s.peek() != '"' {
+		return "", s.errorf("expected a string key")
+	}
+	raw, esc, _, err := s.str()
+	if err != nil {
+		return "", err
+	}
+	if s.peek() != ':' {
+		return "", s.errorf("expected ':' after object key")
+	}
+	s.pos++
+	if esc {
+		return s.unescape(raw), nil
+	}
+	return string(raw), nil
+}
+
+// literal consumes true, false or null.
+func (s *scanner) literal() (kind, bool, error) {
+	for _, l := range [...]struct {
+		text string
+		k    kind
+		b    bool
+	}{{"true", kindBool, true}, {"false", kindBool, false}, {"null", kindNull, false}} {
+		if bytes.HasPrefix(s.data[s.pos:], []byte(l.text)) {
+			s.pos += len(l.text)
+			return l.k, l.b, nil
+		}
+	}
+	return 0, false, s.errorf("invalid literal")
+}
+
+// str consumes a string token. It returns the raw bytes between the quotes,
+// whether they hold escapes, and whether they are all ASCII.
+func (s *scanner) str() (raw []byte, esc, ascii bool, err error) {
+	start := s.pos + 1
+	i := start
+	ascii = true
+	for i < len(s.data) {
+		c := s.data[i]
+		switch {
+		case c == '"':
+			s.pos = i + 1
+			return s.data[start:i], esc, ascii, nil
+		case c == '\\':
+			esc = true
+			n, e := s.escape(i)
+			if e != nil {
+				return nil, false, false, e
+			}
+			i += n
+		case c < 0x20:
+			s.pos = i
+			return nil, false, false, s.errorf("control character in string")
+		case c < utf8.RuneSelf:
+			i++
+		default:
+			ascii = false
+			r, n := utf8.DecodeRune(s.data[i:])
+			if r == utf8.RuneError && n <= 1 {
+				s.pos = i
+				return nil, false, false, s.errorf("invalid UTF-8")
+			}
+			i += n
+		}
+	}
+	s.pos = len(s.data)
+	return nil, false, false, s.errorf("unterminated string")
+}
+
+// escape checks the escape sequence at i and returns its length.
+func (s *scanner) escape(i int) (int, error) {
+	if i+1 >= len(s.data) {
+		s.pos = i
+		return 0, s.errorf("unterminated escape")
+	}
+	switch s.data[i+1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return 2, nil
+	case 'u':
+		r, ok := hex4(s.data[i+2:])
+		if !ok {
+			s.pos = i
+			return 0, s.errorf("invalid \\u escape")
+		}
+		if r < 0xD800 || r > 0xDFFF {
+			return 6, nil
+		}
+		if r < 0xDC00 {
+			if lo, ok := hex4(s.data[min(i+8, len(s.data)):]); ok && i+7 < len(s.data) &&
+				s.data[i+6] == '\\' && s.data[i+7] == 'u' && lo >= 0xDC00 && lo <= 0xDFFF {
+				return 12, nil
+			}
+		}
+		s.pos = i
+		return 0, s.errorf("lone surrogate escape")
+	}
+	s.pos = i
+	return 0, s.errorf("invalid escape")
+}
+
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
+// unescape decodes raw string bytes that str has already checked.
+func (s *scanner) unescape(raw []byte) string { return string(s.unescapeBytes(raw)) }
+
+// unescapeBytes decodes into the scanner's scratch buffer, valid until the
+// next call.
+func (s *scanner) unescapeBytes(raw []byte) []byte {
+	b := s.scratch[:0]
+	for i := 0; i < len(raw); {
+		c := raw[i]
+		if c != '\\' {
+			b = append(b, c)
+			i++
+			continue
+		}
+		switch raw[i+1] {
+		case 'b':
+			b = append(b, '\b')
+		case 'f':
+			b = append(b, '\f')
+		case 'n':
+			b = append(b, '\n')
+		case 'r':
+			b = append(b, '\r')
+		case 't':
+			b = append(b, '\t')
+		case 'u':
+			r, _ := hex4(raw[i+2:])
+			if r >= 0xD800 && r < 0xDC00 {
+				lo, _ := hex4(raw[i+8:])
+				r = (r-0xD800)<<10 | (lo - 0xDC00) + 0x10000
+				i += 6
+			}
+			b = utf8.AppendRune(b, r)
+			i += 6
+			continue
+		default:
+			b = append(b, raw[i+1])
+		}
+		i += 2
+	}
+	s.scratch = b
+	return b
+}
+
+// number consumes a number token and reports whether it is a plain integer
+// token (no fraction, no exponent).
+func (s *scanner) number() (tok []byte, plain bool, err error) {
+	start, i := s.pos, s.pos
+	d := s.data
+	if i < len(d) && d[i] == '-' {
+		i++
+	}
+	digits := func() bool {
+		j := i
+		for i < len(d) && '0' <= d[i] && d[i] <= '9' {
+			i++
+		}
+		return i > j
+	}
+	switch {
+	case i < len(d) && d[i] == '0':
+		i++
+	case i < len(d) && '1' <= d[i] && d[i] <= '9':
+		digits()
+	default:
+		s.pos = i
+		return nil, false, s.errorf("invalid value")
+	}
+	plain = true
+	if i < len(d) && d[i] == '.' {
+		i++
+		plain = false
+		if !digits() {
+			s.pos = i
+			return nil, false, s.errorf("missing digits after decimal point")
+		}
+	}
+	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
+		i++
+		plain = false
+		if i < len(d) && (d[i] == '+' || d[i] == '-') {
+			i++
+		}
+		if !digits() {
+			s.pos = i
+			return nil, false, s.errorf("missing digits in exponent")
+		}
+	}
+	tok = d[start:i]
+	if len(tok) > numberTokenLimit {
+		return nil, false, s.errorf("number token longer than %d characters", numberTokenLimit)
+	}
+	if plain && len(tok) < 300 {
+		s.pos = i
+		return tok, true, nil // well inside the double range
+	}
+	f, _ := strconv.ParseFloat(string(tok), 64)
+	switch {
+	case f > 1.7976931348623157e308 || f < -1.7976931348623157e308:
+		return nil, false, s.errorf("number outside the double range")
+	case f == 0 && !isZeroToken(tok):
+		return nil, false, s.errorf("number underflows the double range")
+	}
+	s.pos = i
+	return tok, plain, nil
+}
+
+// isZeroToken reports whether a number token has no non-zero significand digit.
+func isZeroToken(tok []byte) bool {
+	for _, c := range tok {
+		if c == 'e' || c == 'E' {
+			break
+		}
+		if '1' <= c && c <= '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// decode reads one strict JSON document into a value tree.
+func decode(data []byte, lim limits) (value, error) {
+	s, err := newScanner(data, lim)
+	if err != nil {
+		return value{}, err
+	}
+	v, err := s.value()
+	if err == nil {
+		err = s.finish()
+	}
+	return v, err
+}
+
+func (s *scanner) value() (value, error) {
+	if err := s.count(); err != nil {
+		return value{}, err
+	}
+	switch c := s.peek(); c {
+	case '{':
+		if err := s.open(); err != nil {
+			return value{}, err
+		}
+		v := value{kind: kindObject, obj: []member{}}
+		var seen map[string]bool
+		for first := true; ; first = false {
+			ok, err := s.more('}', first)
+			if err != nil || !ok {
+				return v, err
+			}
+			at := s.pos
+			k, err := s.key()
+			if err != nil {
+				return v, err
+			}
+			if seen == nil && len(v.obj) >= 8 {
+				seen = make(map[string]bool, 16)
+				for _, m := range v.obj {
+					seen[m.key] = true
+				}
+			}
+			dup := false
+			if seen != nil {
+				dup = seen[k]
+				seen[k] = true
+			} else {
+				_, dup = v.get(k)
+			}
+			if dup {
+				s.pos = at
+				return v, s.errorf("duplicate key %s", quote(k))
+			}
+			m, err := s.value()
+			if err != nil {
+				return v, err
+			}
+			v.obj = append(v.obj, member{k, m})
+		}
+	case '[':
+		if err := s.open(); err != nil {
+			return value{}, err
+		}
+		v := value{kind: kindArray, arr: []value{}}
+		for first := true; ; first = false {
+			ok, err := s.more(']', first)
+			if err != nil || !ok {
+				return v, err
+			}
+			e, err := s.value()
+			if err != nil {
+				return v, err
+			}
+			v.arr = append(v.arr, e)
+		}
+	case '"':
+		raw, esc, _, err := s.str()
+		if err != nil {
+			return value{}, err
+		}
+		if esc {
+			return value{kind: kindString, s: s.unescape(raw)}, nil
+		}
+		return value{kind: kindString, s: string(raw)}, nil
+	case 't', 'f', 'n':
+		k, b, err := s.literal()
+		return value{kind: k, b: b}, err
+	case 0:
+		if s.pos == len(s.data) {
+			return value{}, s.errorf("unexpected end of input")
+		}
+		return value{}, s.errorf("invalid value")
+	default:
+		tok, _, err := s.number()
+		return value{kind: kindNumber, s: string(tok)}, err
+	}
+}
+
+// appendJSON appends the compact encoding of v. Number tokens are copied as
+// they were read.
+func appendJSON(b []byte, v value) []byte {
+	switch v.kind {
+	case kindNull:
+		return append(b, "null"...)
+	case kindBool:
+		return strconv.AppendBool(b, v.b)
+	case kindNumber:
+		return append(b, v.s...)
+	case kindString:
+		return appendString(b, v.s)
+	case kindArray:
+		b = append(b, '[')
+		for i, e := range v.arr {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSON(b, e)
+		}
+		return append(b, ']')
+	default:
+		b = append(b, '{')
+		for i, m := range v.obj {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, m.key)
+			b = append(b, ':')
+			b = appendJSON(b, m.val)
+		}
+		return append(b, '}')
+	}
+}
+
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c == '\n':
+			b = append(b, '\\', 'n')
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
+}
+
+// encode returns the compact encoding of v.
+func encode(v value) []byte { return appendJSON(nil, v) }
+
+// clipLimit bounds how much hostile text a message may echo (SPEC §4).
+const clipLimit = 200
+
+// quote renders s for a message, clipped to clipLimit characters.
+func quote(s string) string {
+	if utf8.RuneCountInString(s) > clipLimit {
+		r := []rune(s)
+		return strconv.Quote(string(r[:clipLimit])) + "…"
+	}
+	return strconv.Quote(s)
+}
+
+// ---- exact decimals ----
+
+// decimal is an exact number: ±0.digits × 10^exp, digits without leading or
+// trailing zeros ("" for zero).
+type decimal struct {
+	neg    bool
+	digits string
+	exp    int
+}
+
+// parseDecimal converts a checked number token into a decimal.
+func parseDecimal(tok string) decimal {
+	var d decimal
+	if tok[0] == '-' {
+		d.neg = true
+		tok = tok[1:]
+	}
+	mant, e := tok, 0
+	if i := strings.IndexAny(tok, "eE"); i >= 0 {
+		mant = tok[:i]
+		// Tokens are short and their values finite, so clamping the exponent
+		// changes nothing but a zero mantissa's exponent.
+		x, err := strconv.Atoi(strings.TrimPrefix(tok[i+1:], "+"))
+		if err != nil || x > 100000 || x < -100000 {
+			x = max(-100000, min(100000, x)) // Atoi saturates on overflow
+		}
+		e = x
+	}
+	intPart, frac := mant, ""
+	if i := strings.IndexByte(mant, '.'); i >= 0 {
+		intPart, frac = mant[:i], mant[i+1:]
+	}
+	var digits string
+	if frac == "" || strings.Trim(frac, "0") == "" {
+		digits = intPart
+	} else if strings.Trim(intPart, "0") == "" {
+		digits = frac
+	} else {
+		digits = intPart + frac
+	}
+	lead := len(digits) - len(strings.TrimLeft(digits, "0"))
+	digits = strings.TrimRight(digits[lead:], "0")
+	if digits == "" {
+		return decimal{}
+	}
+	if frac != "" && strings.Trim(frac, "0") != "" && strings.Trim(intPart, "0") == "" {
+		d.exp = -lead + e // digits came from the fraction
+	} else {
+		d.exp = len(intPart) - lead + e
+	}
+	d.digits = digits
+	return d
+}
+
+func mustDecimal(s string) decimal { return parseDecimal(s) }
+
+func (d decimal) sign() int {
+	switch {
+	case d.digits == "":
+		return 0
+	case d.neg:
+		return -1
+	}
+	return 1
+}
+
+// cmp compares two decimals exactly.
+func (a decimal) cmp(b decimal) int {
+	sa, sb := a.sign(), b.sign()
+	if sa != sb || sa == 0 {
+		return sa - sb
+	}
+	m := 0
+	switch {
+	case a.exp != b.exp:
+		m = a.exp - b.exp
+	default:
+		m = strings.Compare(a.digits, b.digits)
+	}
+	if m > 0 {
+		m = 1
+	} else if m < 0 {
+		m = -1
+	}
+	return sa * m
+}
+
+// integral reports whether d has no fractional part.
+func (d decimal) integral() bool { return len(d.digits) <= d.exp }
+
+// multipleOf reports whether d is an integer multiple of m (m > 0).
+func (d decimal) multipleOf(m decimal) bool {
+	if d.digits == "" {
+		return true
+	}
+	a, _ := new(big.Int).SetString(d.digits, 10)
+	b, _ := new(big.Int).SetString(m.digits, 10)
+	// d = a·10^ea, m = b·10^eb with ea, eb the exponents of the last digits.
+	k := (d.exp - len(d.digits)) - (m.exp - len(m.digits))
+	ten := big.NewInt(10)
+	if k >= 0 {
+		a.Mul(a, new(big.Int).Exp(ten, big.NewInt(int64(k)), nil))
+	} else {
+		b.Mul(b, new(big.Int).Exp(ten, big.NewInt(int64(-k)), nil))
+	}
+	return new(big.Int).Rem(a, b).Sign() == 0
+}
+
+// canonical renders d so that equal numbers render equally.
+func (d decimal) canonical() string {
+	if d.digits == "" {
+		return "0"
+	}
+	sign := ""
+	if d.neg {
+		sign = "-"
+	}
+	return sign + "0." + d.digits + "e" + strconv.Itoa(d.exp)
+}
+
+// integerText renders an integral decimal as plain digits.
+func (d decimal) integerText() string {
+	if d.digits == "" {
+		return "0"
+	}
+	sign := ""
+	if d.neg {
+		sign = "-"
+	}
+	return sign + d.digits + strings.Repeat("0", d.exp-len(d.digits))
+}
+
+// isInteger applies the SPEC §5 integer rule to a number token.
+func isInteger(tok string, plain bool) bool {
+	if plain {
+		return true
+	}
+	d := parseDecimal(tok)
+	return d.integral() && (decimal{digits: d.digits, exp: d.exp}).cmp(maxSafeInteger) <= 0
+}
+
+// equal is JSON equality: numbers by exact value, objects regardless of order.
+func equal(a, b value) bool {
+	if a.kind != b.kind {
+		return false
+	}
+	switch a.kind {
+	case kindNull:
+		return true
+	case kindBool:
+		return a.b == b.b
+	case kindNumber:
+		return a.s == b.s || parseDecimal(a.s).cmp(parseDecimal(b.s)) == 0
+	case kindString:
+		return a.s == b.s
+	case kindArray:
+		return slices.EqualFunc(a.arr, b.arr, equal)
+	}
+	if len(a.obj) != len(b.obj) {
+		return false
+	}
+	for _, m := range a.obj {
+		if o, ok := b.get(m.key); !ok || !equal(m.val, o) {
+			return false
+		}
+	}
+	return true
+}
+
+// ---- the schema subset ----
+
+// typeMask is a set of JSON Schema type names.
+type typeMask uint8
+
+const (
+	typeNull typeMask = 1 << iota
+	typeBoolean
+	typeInteger
+	typeNumber
+	typeString
+	typeArray
+	typeObject
+	scalarTypes = typeNull | typeBoolean | typeInteger | typeNumber | typeString
+)
+
+var typeNames = map[string]typeMask{
+	"null": typeNull, "boolean": typeBoolean, "integer": typeInteger, "number": typeNumber,
+	"string": typeString, "array": typeArray, "object": typeObject,
+}
+
+// schema is a compiled schema of the bridge-v1 subset (SPEC §5).
+type schema struct {
+	never         bool     // the false schema
+	types         typeMask // 0: any type
+	enum          []value
+	hasEnum       bool
+	constant      *value
+	props         []property
+	propIndex     map[string]int
+	required      []int // indexes into props
+	additional    *schema
+	propertyNames *schema
+	items         *schema
+	unique        bool
+	dateTime      bool
+	minItems      int
+	maxItems      int
+	minLength     int
+	maxLength     int
+	minProps      int
+	maxProps      int
+	minimum       *bound
+	maximum       *bound
+	exclMin       *bound
+	exclMax       *bound
+	multipleOf    *bound
+}
+
+// property is a name the schema declares in properties or required.
+type property struct {
+	name     string
+	schema   *schema // nil when only required: additional applies
+	declared bool
+}
+
+// bound is a numeric keyword value, with a fast path for int64 values.
+type bound struct {
+	dec   decimal
+	text  string
+	i64   int64
+	isI64 bool
+}
+
+var falseSchema = &schema{never: true}
+
+// schemaKeywords are the subset's keywords; annotations only need a check of
+// their value's type.
+var schemaKeywords = map[string]bool{
+	"type": true, "enum": true, "const": true, "properties": true, "required": true,
+	"additionalProperties": true, "propertyNames": true, "items": true, "minItems": true,
+	"maxItems": true, "uniqueItems": true, "minLength": true, "maxLength": true, "minimum": true,
+	"maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true, "multipleOf": true,
+	"minProperties": true, "maxProperties": true, "format": true, "title": true,
+	"description": true, "default": true, "examples": true, "deprecated": true,
+	"readOnly": true, "writeOnly": true,
+}
+
+// problem is one rule broken at a JSON location. It is the error of the
+// manifest rules, the schema compiler and the validator.
+type problem struct {
+	Location string `json:"location"`
+	Message  string `json:"message"`
+}
+
+func (p *problem) Error() string {
+	if p.Location == "" {
+		return p.Message
+	}
+	return p.Location + ": " + p.Message
+}
+
+// child renders the location of an object member.
+func child(loc, key string) string {
+	plain := key != ""
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if !(c == '_' || c == '$' || c == '-' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+			plain = false
+			break
+		}
+	}
+	switch {
+	case !plain:
+		return loc + "[" + quote(key) + "]"
+	case loc == "":
+		return key
+	}
+	return loc + "." + key
+}
+
+func index(loc string, i int) string { return loc + "[" + strconv.Itoa(i) + "]" }
+
+// compileSchema compiles v, found at loc, after checking the per-schema bounds.
+func compileSchema(v value, loc string) (*schema, error) {
+	if n := len(encode(v)); n > schemaLimits.bytes {
+		return nil, &problem{loc, fmt.Sprintf("schema is %d bytes, more than %d", n, schemaLimits.bytes)}
+	}
+	if depth, values := measure(v); depth > schemaLimits.depth {
+		return nil, &problem{loc, fmt.Sprintf("schema nests %d deep, more than %d", depth, schemaLimits.depth)}
+	} else if values > schemaLimits.values {
+		return nil, &problem{loc, fmt.Sprintf("schema has %d values, more than %d", values, schemaLimits.values)}
+	}
+	return compile(v, loc)
+}
+
+// measure returns the nesting depth and the value count of v.
+func measure(v value) (depth, values int) {
+	values = 1
+	for _, e := range v.arr {
+		d, n := measure(e)
+		depth, values = max(depth, d), values+n
+	}
+	for _, m := range v.obj {
+		d, n := measure(m.val)
+		depth, values = max(depth, d), values+n
+	}
+	if v.kind == kindArray || v.kind == kindObject {
+		depth++
+	}
+	return depth, values
+}
+
+func compile(v value, loc string) (*schema, error) {
+	switch v.kind {
+	case kindBool:
+		if v.b {
+			return &schema{minItems: -1, maxItems: -1, minLength: -1, maxLength: -1, minProps: -1, maxProps: -1}, nil
+		}
+		return falseSchema, nil
+	case kindObject:
+	default:
+		return nil, &problem{loc, "a schema must be an object or a boolean"}
+	}
+	s := &schema{minItems: -1, maxItems: -1, minLength: -1, maxLength: -1, minProps: -1, maxProps: -1}
+	var required value
+	for _, m := range v.obj {
+		at := child(loc, m.key)
+		if !schemaKeywords[m.key] {
+			return nil, &problem{at, fmt.Sprintf("keyword %s is not in the bridge-v1 schema subset", quote(m.key))}
+		}
+		var err error
+		switch m.key {
+		case "type":
+			s.types, err = compileType(m.val, at)
+		case "enum":
+			if m.val.kind != kindArray {
+				return nil, &problem{at, "enum must be an array"}
+			}
+			s.enum, s.hasEnum = m.val.arr, true
+		case "const":
+			c := m.val
+			s.constant = &c
+		case "properties":
+			err = s.compileProperties(m.val, at)
+		case "required":
+			required = m.val
+			err = checkStringSet(m.val, at, "required")
+		case "additionalProperties":
+			s.additional, err = compile(m.val, at)
+		case "propertyNames":
+			s.propertyNames, err = compile(m.val, at)
+		case "items":
+			s.items, err = compile(m.val, at)
+		case "minItems":
+			s.minItems, err = countKeyword(m.val, at)
+		case "maxItems":
+			s.maxItems, err = countKeyword(m.val, at)
+		case "minLength":
+			s.minLength, err = countKeyword(m.val, at)
+		case "maxLength":
+			s.maxLength, err = countKeyword(m.val, at)
+		case "minProperties":
+			s.minProps, err = countKeyword(m.val, at)
+		case "maxProperties":
+			s.maxProps, err = countKeyword(m.val, at)
+		case "minimum":
+			s.minimum, err = numberKeyword(m.val, at)
+		case "maximum":
+			s.maximum, err = numberKeyword(m.val, at)
+		case "exclusiveMinimum":
+			s.exclMin, err = numberKeyword(m.val, at)
+		case "exclusiveMaximum":
+			s.exclMax, err = numberKeyword(m.val, at)
+		case "multipleOf":
+			s.multipleOf, err = numberKeyword(m.val, at)
+			if err == nil && s.multipleOf.dec.sign() <= 0 {
+				err = &problem{at, "multipleOf must be greater than 0"}
+			}
+		case "uniqueItems", "deprecated", "readOnly", "writeOnly":
+			if m.val.kind != kindBool {
+				err = &problem{at, m.key + " must be a boolean"}
+			}
+			if m.key == "uniqueItems" {
+				s.unique = m.val.b
+			}
+		case "format":
+			if m.val.kind != kindString {
+				err = &problem{at, "format must be a string"}
+			} else if m.val.s != "date-time" {
+				err = &problem{at, fmt.Sprintf("format %s is not supported: bridge v1 asserts only \"date-time\"", quote(m.val.s))}
+			}
+			s.dateTime = true
+		case "title", "description":
+			if m.val.kind != kindString {
+				err = &problem{at, m.key + " must be a string"}
+			}
+		case "examples":
+			if m.val.kind != kindArray {
+				err = &problem{at, "examples must be an array"}
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range required.arr {
+		i, ok := s.propIndex[r.s]
+		if !ok {
+			i = s.addProperty(property{name: r.s})
+		}
+		s.required = append(s.required, i)
+	}
+	if s.unique {
+		it := s.items
+		if it == nil || it.types == 0 || it.types&^scalarTypes != 0 || it.types&(it.types-1) != 0 {
+			return nil, &problem{child(loc, "uniqueItems"), "uniqueItems needs \"items\" that declares exactly one scalar type"}
+		}
+	}
+	return s, nil
+}
+
+func (s *schema) addProperty(p property) int {
+	if s.propIndex == nil {
+		s.propIndex = make(map[string]int)
+	}
+	s.propIndex[p.name] = len(s.props)
+	s.props = append(s.props, p)
+	return len(s.props) - 1
+}
+
+func (s *schema) compileProperties(v value, loc string) error {
+	if v.kind != kindObject {
+		return &problem{loc, "properties must be an object"}
+	}
+	for _, m := range v.obj {
+		ps, err := compile(m.val, child(loc, m.key))
+		if err != nil {
+			return err
+		}
+		s.addProperty(property{name: m.key, schema: ps, declared: true})
+	}
+	return nil
+}
+
+func compileType(v value, loc string) (typeMask, error) {
+	names := []value{v}
+	if v.kind == kindArray {
+		if len(v.arr) == 0 {
+			return 0, &problem{loc, "type must not be an empty array"}
+		}
+		names = v.arr
+	}
+	var mask typeMask
+	for _, n := range names {
+		t, ok := typeNames[n.s]
+		if n.kind != kindString || !ok {
+			return 0, &problem{loc, "type must be one of the seven type names, or an array of them"}
+		}
+		if mask&t != 0 {
+			return 0, &problem{loc, fmt.Sprintf("type lists %s twice", quote(n.s))}
+		}
+		mask |= t
+	}
+	return mask, nil
+}
+
+func checkStringSet(v value, loc, name string) error {
+	if v.kind != kindArray {
+		return &problem{loc, name + " must be an array of strings"}
+	}
+	for i, e := range v.arr {
+		if e.kind != kindString {
+			return &problem{index(loc, i), name + " entries must be strings"}
+		}
+		for _, f := range v.arr[:i] {
+			if f.s == e.s {
+				return &problem{index(loc, i), fmt.Sprintf("%s lists %s twice", name, quote(e.s))}
+			}
+		}
+	}
+	return nil
+}
+
+// countKeyword reads a non-negative integer keyword value.
+func countKeyword(v value, loc string) (int, error) {
+	if v.kind == kindNumber {
+		d := parseDecimal(v.s)
+		if !d.neg && isInteger(v.s, !strings.ContainsAny(v.s, ".eE")) {
+			if d.exp > 18 {
+				return int(^uint(0) >> 1), nil
+			}
+			n, _ := strconv.Atoi(d.integerText())
+			return n, nil
+		}
+	}
+	return 0, &problem{loc, "must be a non-negative integer"}
+}
+
+func numberKeyword(v value, loc string) (*bound, error) {
+	if v.kind != kindNumber {
+		return nil, &problem{loc, "must be a number"}
+	}
+	b := &bound{dec: parseDecimal(v.s), text: v.s}
+	if b.dec.integral() && b.dec.exp <= 18 {
+		b.i64, _ = strconv.ParseInt(b.dec.integerText(), 10, 64)
+		b.isI64 = true
+	}
+	return b, nil
+}
+
+// ---- validation straight from bytes ----
+
+// validateBytes checks that data is one strict JSON document within lim that
+// s accepts, in one pass and without building a tree. root names the
+// document in error locations.
+func (s *schema) validateBytes(data []byte, lim limits, root string) error {
+	sc, err := newScanner(data, lim)
+	if err == nil {
+		err = sc.validate(s, root)
+	}
+	if err == nil {
+		err = sc.finish()
+	}
+	if e, ok := err.(*syntaxError); ok {
+		return &problem{root, e.Error()}
+	}
+	return err
+}
+
+// here stands for the location of the value being validated until the
+// caller, on failure only, puts the real location in its place.
+const here = "\x00"
+
+// validate reads one value and checks it against s (nil accepts anything).
+func (sc *scanner) validate(s *schema, loc string) error {
+	if err := sc.count(); err != nil {
+		return err
+	}
+	c := sc.peek()
+	start := sc.pos
+	var err error
+	got := typeNumber
+	switch c {
+	case '{':
+		got, err = typeObject, sc.validateObject(s, loc)
+	case '[':
+		got, err = typeArray, sc.validateArray(s, loc)
+	case '"':
+		got, err = typeString, sc.validateString(s, loc)
+	case 't', 'f', 'n':
+		var k kind
+		k, _, err = sc.literal()
+		got = typeBoolean
+		if k == kindNull {
+			got = typeNull
+		}
+		if err == nil && s != nil {
+			err = s.checkType(got, loc)
+		}
+	case 0:
+		if sc.pos == len(sc.data) {
+			return sc.errorf("unexpected end of input")
+		}
+		return sc.errorf("invalid value")
+	default:
+		err = sc.validateNumber(s, loc)
+	}
+	if err != nil || s == nil || (!s.hasEnum && s.constant == nil) || got == typeString && s.enumStrings() {
+		return err
+	}
+	v, _ := decode(sc.data[start:sc.pos], limits{len(sc.data), sc.lim.depth, sc.lim.values})
+	if s.constant != nil && !equal(v, *s.constant) {
+		return &problem{loc, "value does not equal the schema's const"}
+	}
+	if s.hasEnum && !slices.ContainsFunc(s.enum, func(e value) bool { return equal(v, e) }) {
+		return &problem{loc, "value is not one of the schema's enum values"}
+	}
+	return nil
+}
+
+func (s *schema) checkType(got typeMask, loc string) error {
+	switch {
+	case s.never:
+		return &problem{loc, "no value is allowed here"}
+	case s.types == 0 || s.types&got != 0:
+		return nil
+	}
+	return &problem{loc, fmt.Sprintf("expected %s, got %s", s.types, got)}
+}
+
+func (t typeMask) String() string {
+	var names []string
+	for _, n := range [...]string{"null", "boolean", "integer", "number", "string", "array", "object"} {
+		if t&typeNames[n] != 0 {
+			names = append(names, n)
+		}
+	}
+	return strings.Join(names, " or ")
+}
+
+// enumStrings reports whether enum and const hold only strings, which
+// checkString compares in place.
+func (s *schema) enumStrings() bool {
+	if s.constant != nil && s.constant.kind != kindString {
+		return false
+	}
+	for _, e := range s.enum {
+		if e.kind != kindString {
+			return false
+		}
+	}
+	return true
+}
+
+// relocate puts loc in place of here in a problem found below a member or
+// element.
+func relocate(err error, loc string) error {
+	if p, ok := err.(*problem); ok && strings.HasPrefix(p.Location, here) {
+		p.Location = loc + p.Location[len(here):]
+	}
+	return err
+}
+
+// keySet finds duplicate keys: declared properties by index in a bit set,
+// other keys in a byteSet.
+type keySet struct {
+	props  uint64
+	many   []bool
+	others byteSet
+}
+
+func (k *keySet) addProp(i, n int) bool {
+	if i < 64 {
+		dup := k.props&(1<<i) != 0
+		k.props |= 1 << i
+		return dup
+	}
+	if k.many == nil {
+		k.many = make([]bool, n)
+	}
+	dup := k.many[i]
+	k.many[i] = true
+	return dup
+}
+
+func (k *keySet) hasProp(i int) bool {
+	return i < 64 && k.props&(1<<i) != 0 || i >= 64 && k.many != nil && k.many[i]
+}
+
+// byteSet is a set of byte strings that is searched in place while it is
+// small and becomes a map when it grows, so that n additions cost O(n).
+type byteSet struct {
+	small [16][]byte
+	n     int
+	set   map[string]bool
+}
+
+// add inserts b and reports whether it was already there.
+func (u *byteSet) add(b []byte) bool {
+	if u.set == nil && u.n < len(u.small) {
+		for _, o := range u.small[:u.n] {
+			if bytes.Equal(o, b) {
+				return true
+			}
+		}
+		u.small[u.n] = b
+		u.n++
+		return false
+	}
+	if u.set == nil {
+		u.set = make(map[string]bool, 64)
+		for _, o := range u.small[:u.n] {
+			u.set[string(o)] = true
+		}
+	}
+	if u.set[string(b)] {
+		return true
+	}
+	u.set[string(b)] = true
+	return false
+}
+
+func (sc *scanner) validateObject(s *schema, loc string) error {
+	if s != nil {
+		if err := s.checkType(typeObject, loc); err != nil {
+			return err
+		}
+	}
+	if err := sc.open(); err != nil {
+		return err
+	}
+	var seen keySet
+	n := 0
+	for first := true; ; first = false {
+		more, err := sc.more('}', first)
+		if err != nil {
+			return err
+		}
+		if !more {
+			break
+		}
+		at := sc.pos
+		if sc.peek() != '"' {
+			return sc.errorf("expected a string key")
+		}
+		raw, esc, ascii, err := sc.str()
+		if err != nil {
+			return err
+		}
+		if sc.peek() != ':' {
+			return sc.errorf("expected ':' after object key")
+		}
+		sc.pos++
+		n++
+		if esc {
+			raw = []byte(sc.unescape(raw)) // the scratch buffer is reused below
+		}
+		idx, known := -1, false
+		if s != nil {
+			idx, known = s.propIndex[string(raw)]
+		}
+		var dup bool
+		if known {
+			dup = seen.addProp(idx, len(s.props))
+		} else {
+			dup = seen.others.add(raw)
+		}
+		if dup {
+			sc.pos = at
+			return sc.errorf("duplicate key %s", quote(string(raw)))
+		}
+		if s == nil {
+			if err := sc.validate(nil, ""); err != nil {
+				return err
+			}
+			continue
+		}
+		if s.propertyNames != nil {
+			if err := s.propertyNames.checkString(raw, ascii && !esc, here); err != nil {
+				err.(*problem).Message = "property name " + err.(*problem).Message
+				return relocate(err, child(loc, string(raw)))
+			}
+		}
+		sub := s.additional
+		if known && s.props[idx].declared {
+			sub = s.props[idx].schema
+		}
+		if sub != nil && sub.never {
+			return &problem{child(loc, string(raw)), "property is not allowed"}
+		}
+		if err := sc.validate(sub, here); err != nil {
+			return relocate(err, child(loc, string(raw)))
+		}
+	}
+	if s == nil {
+		return nil
+	}
+	for _, i := range s.required {
+		if !seen.hasProp(i) {
+			return &problem{loc, fmt.Sprintf("missing required property %s", quote(s.props[i].name))}
+		}
+	}
+	if s.minProps >= 0 && n < s.minProps {
+		return &problem{loc, fmt.Sprintf("has %d properties, fewer than minProperties %d", n, s.minProps)}
+	}
+	if s.maxProps >= 0 && n > s.maxProps {
+		return &problem{loc, fmt.Sprintf("has %d properties, more than maxProperties %d", n, s.maxProps)}
+	}
+	return nil
+}
+
+func (sc *scanner) validateArray(s *schema, loc string) error {
+	if s != nil {
+		if err := s.checkType(typeArray, loc); err != nil {
+			return err
+		}
+	}
+	if err := sc.open(); err != nil {
+		return err
+	}
+	var items *schema
+	if s != nil {
+		items = s.items
+	}
+	var seen byteSet
+	n := 0
+	for first := true; ; first = false {
+		more, err := sc.more(']', first)
+		if err != nil {
+			return err
+		}
+		if !more {
+			break
+		}
+		start := sc.pos
+		if items != nil && items.never {
+			return &problem{index(loc, n), "no item is allowed here"}
+		}
+		if err := sc.validate(items, here); err != nil {
+			return relocate(err, index(loc, n))
+		}
+		if s != nil && s.unique && seen.add(uniqueKey(sc.data[start:sc.pos])) {
+			return &problem{index(loc, n), "equals an earlier item; uniqueItems requires distinct items"}
+		}
+		n++
+	}
+	if s == nil {
+		return nil
+	}
+	if s.minItems >= 0 && n < s.minItems {
+		return &problem{loc, fmt.Sprintf("has %d items, fewer than minItems %d", n, s.minItems)}
+	}
+	if s.maxItems >= 0 && n > s.maxItems {
+		return &problem{loc, fmt.Sprintf("has %d items, more than maxItems %d", n, s.maxItems)}
+	}
+	return nil
+}
+
+// uniqueKey renders a checked scalar token so that equal values of its type
+// render equally; uniqueItems allows only one scalar item type.
+func uniqueKey(tok []byte) []byte {
+	switch {
+	case tok[0] == '"' && bytes.IndexByte(tok, '\\') < 0:
+		return tok[1 : len(tok)-1]
+	case tok[0] == '"':
+		v, _ := decode(tok, limits{len(tok), 1, 1})
+		return []byte(v.s)
+	case tok[0] == 't' || tok[0] == 'f' || tok[0] == 'n':
+		return tok
+	case bytes.ContainsAny(tok, ".eE") || string(tok) == "-0":
+		// Integral numbers render as their plain digits, like integer tokens.
+		d := parseDecimal(string(tok))
+		if d.integral() {
+			return []byte(d.integerText())
+		}
+		return []byte(d.canonical())
+	}
+	return tok
+}
+
+func (sc *scanner) validateString(s *schema, loc string) error {
+	raw, esc, ascii, err := sc.str()
+	if err != nil || s == nil {
+		return err
+	}
+	if esc {
+		raw = sc.unescapeBytes(raw)
+	}
+	return s.checkString(raw, ascii && !esc, loc)
+}
+
+// checkString validates a string instance given its decoded bytes.
+func (s *schema) checkString(b []byte, ascii bool, loc string) error {
+	if err := s.checkType(typeString, loc); err != nil {
+		return err
+	}
+	if s.minLength >= 0 || s.maxLength >= 0 {
+		n := len(b)
+		if !ascii {
+			n = utf8.RuneCount(b)
+		}
+		if s.minLength >= 0 && n < s.minLength {
+			return &problem{loc, fmt.Sprintf("is %d characters, fewer than minLength %d", n, s.minLength)}
+		}
+		if s.maxLength >= 0 && n > s.maxLength {
+			return &problem{loc, fmt.Sprintf("is %d characters, more than maxLength %d", n, s.maxLength)}
+		}
+	}
+	if s.dateTime {
+		if err := checkDateTime(b); err != nil {
+			return &problem{loc, fmt.Sprintf("%s is not an RFC 3339 date-time: %v", quote(string(b)), err)}
+		}
+	}
+	if (s.hasEnum || s.constant != nil) && s.enumStrings() {
+		if s.constant != nil && s.constant.s != string(b) {
+			return &problem{loc, "value does not equal the schema's const"}
+		}
+		if s.hasEnum && !slices.ContainsFunc(s.enum, func(e value) bool { return e.s == string(b) }) {
+			return &problem{loc, fmt.Sprintf("%s is not one of the schema's enum values", quote(string(b)))}
+		}
+	}
+	return nil
+}
+
+func (sc *scanner) validateNumber(s *schema, loc string) error {
+	tok, plain, err := sc.number()
+	if err != nil || s == nil {
+		return err
+	}
+	got := typeNumber
+	if s.types&typeInteger != 0 && s.types&typeNumber == 0 && (plain || isInteger(string(tok), false)) {
+		got = typeInteger
+	}
+	if err := s.checkType(got, loc); err != nil {
+		return err
+	}
+	if s.minimum == nil && s.maximum == nil && s.exclMin == nil && s.exclMax == nil && s.multipleOf == nil {
+		return nil
+	}
+	n := num{small: plain && len(tok) <= 18 && s.int64Bounds()}
+	if n.small {
+		n.i, _ = strconv.ParseInt(string(tok), 10, 64)
+	} else {
+		n.d = parseDecimal(string(tok))
+	}
+	var what string
+	var b *bound
+	switch {
+	case s.minimum != nil && n.cmp(s.minimum) < 0:
+		what, b = "less than minimum", s.minimum
+	case s.maximum != nil && n.cmp(s.maximum) > 0:
+		what, b = "greater than maximum", s.maximum
+	case s.exclMin != nil && n.cmp(s.exclMin) <= 0:
+		what, b = "not greater than exclusiveMinimum", s.exclMin
+	case s.exclMax != nil && n.cmp(s.exclMax) >= 0:
+		what, b = "not less than exclusiveMaximum", s.exclMax
+	case s.multipleOf != nil && !n.multipleOf(s.multipleOf):
+		what, b = "not a multiple of", s.multipleOf
+	default:
+		return nil
+	}
+	t := string(tok)
+	if len(t) > 40 {
+		t = t[:40] + "…"
+	}
+	return &problem{loc, fmt.Sprintf("%s is %s %s", t, what, b.text)}
+}
+
+// num is an instance number: an int64 when every bound is one too, else exact.
+type num struct {
+	small bool
+	i     int64
+	d     decimal
+}
+
+func (n num) cmp(b *bound) int {
+	if n.small {
+		return cmp.Compare(n.i, b.i64)
+	}
+	return n.d.cmp(b.dec)
+}
+
+func (n num) multipleOf(b *bound) bool {
+	if n.small {
+		return n.i%b.i64 == 0
+	}
+	return n.d.multipleOf(b.dec)
+}
+
+// int64Bounds reports whether every numeric keyword of s is an int64, so a
+// short integer token can be checked without exact decimals.
+func (s *schema) int64Bounds() bool {
+	for _, b := range [...]*bound{s.minimum, s.maximum, s.exclMin, s.exclMax, s.multipleOf} {
+		if b != nil && !b.isI64 {
+			return false
+		}
+	}
+	return true
+}
