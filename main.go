@@ -3,14 +3,29 @@
 package main
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"log"
+	"net"
+	"net/http"
+	"net/url"
 	"os"
+	"os/signal"
+	"path/filepath"
 	"runtime/debug"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
 )
 
 const usage = `netbox-plugin-bridge: NetBox plugin operations for MCP clients (bridge v1).
@@ -59,6 +74,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
+	case "scan":
+		return runScan(args, stdout, stderr, osEnvironment())
 	case "check":
 		return runCheck(args, stdout, stderr)
 	case "version":
@@ -205,4 +222,521 @@ func checkDocuments(manifestData []byte, toolName string, arguments, body []byte
 		}
 	}
 	return ps
+}
+
+// ---- configuration (SPEC §2) ----
+
+// config is the resolved NetBox configuration of serve and scan.
+type config struct {
+	base           string // scheme://host[:port][/prefix]
+	origin         string // scheme://host:port, case-folded
+	prefix         string
+	auth           string // Authorization header value
+	timeout        time.Duration
+	insecure       bool
+	allowMutations bool
+	demo           bool
+}
+
+// defaultTimeout is the per-request timeout when nothing sets one.
+const defaultTimeout = 30 * time.Second
+
+// commonFlags are the flags of serve and scan.
+type commonFlags struct {
+	profile        string
+	allowMutations bool
+	demo           bool
+	timeout        time.Duration
+}
+
+func (f *commonFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.profile, "profile", "", "netbox-sdk profile name")
+	fs.BoolVar(&f.allowMutations, "allow-mutations", false, "enable write and destructive plugin tools")
+	fs.BoolVar(&f.demo, "demo", false, "use the built-in demo NetBox")
+	fs.DurationVar(&f.timeout, "timeout", 0, "per-request timeout")
+}
+
+// environment is what configuration reads from outside: variables and files.
+type environment struct {
+	getenv   func(string) string
+	readFile func(string) ([]byte, fs.FileMode, error)
+	home     string
+}
+
+func osEnvironment() environment {
+	home, _ := os.UserHomeDir()
+	return environment{getenv: os.Getenv, home: home, readFile: func(name string) ([]byte, fs.FileMode, error) {
+		info, err := os.Stat(name)
+		if err != nil {
+			return nil, 0, err
+		}
+		data, err := os.ReadFile(name)
+		return data, info.Mode().Perm(), err
+	}}
+}
+
+// loadConfig resolves flags, then environment, then the netbox-sdk profile
+// file. Its errors are one line that says what to set.
+func loadConfig(f commonFlags, env environment) (*config, error) {
+	cfg := &config{timeout: defaultTimeout}
+	cfg.allowMutations = f.allowMutations || truthy(env.getenv("NETBOX_MCP_ALLOW_MUTATIONS"))
+	rawURL := env.getenv("NETBOX_URL")
+	token, err := envToken(env.getenv)
+	if err != nil {
+		return nil, err
+	}
+	timeout, sslVerify := env.getenv("NETBOX_TIMEOUT"), env.getenv("NETBOX_SSL_VERIFY")
+	profileName := cmp.Or(f.profile, env.getenv("NETBOX_PROFILE"))
+	if rawURL == "" || token == "" || profileName != "" {
+		p, err := loadProfile(env, cmp.Or(profileName, "default"), profileName != "")
+		if err != nil {
+			return nil, err
+		}
+		rawURL = cmp.Or(rawURL, p.url)
+		token = cmp.Or(token, p.token)
+		timeout = cmp.Or(timeout, p.timeout)
+		sslVerify = cmp.Or(sslVerify, p.sslVerify)
+	}
+	if rawURL == "" {
+		return nil, errors.New("no NetBox URL: set NETBOX_URL (for example https://netbox.example.com) or a netbox-sdk profile, or use --demo")
+	}
+	if cfg.base, cfg.origin, cfg.prefix, err = normalizeURL(rawURL); err != nil {
+		return nil, fmt.Errorf("NETBOX_URL: %v", err)
+	}
+	if token != "" {
+		if cfg.auth, err = authorization(token); err != nil {
+			return nil, fmt.Errorf("NETBOX_TOKEN: %v", err)
+		}
+	}
+	if timeout != "" {
+		secs, err := strconv.ParseFloat(timeout, 64)
+		if err != nil || secs <= 0 || secs > 86400 {
+			return nil, fmt.Errorf("NETBOX_TIMEOUT: %q is not a number of seconds between 0 and 86400", clip(timeout, 40))
+		}
+		cfg.timeout = time.Duration(secs * float64(time.Second))
+	}
+	if f.timeout < 0 {
+		return nil, errors.New("--timeout must be positive")
+	} else if f.timeout > 0 {
+		cfg.timeout = f.timeout
+	}
+	switch strings.ToLower(sslVerify) {
+	case "", "1", "true", "yes", "on":
+	case "0", "false", "no", "off":
+		cfg.insecure = true
+	default:
+		return nil, fmt.Errorf("NETBOX_SSL_VERIFY: %q is not one of 1, true, yes, on, 0, false, no, off", clip(sslVerify, 40))
+	}
+	return cfg, nil
+}
+
+func truthy(s string) bool {
+	return slices.Contains([]string{"1", "true", "yes", "on"}, strings.ToLower(s))
+}
+
+// envToken reads the whole token, or netbox-sdk's split form.
+func envToken(getenv func(string) string) (string, error) {
+	if t := getenv("NETBOX_TOKEN"); t != "" {
+		return t, nil
+	}
+	key, secret := getenv("NETBOX_TOKEN_KEY"), getenv("NETBOX_TOKEN_SECRET")
+	if strings.EqualFold(getenv("NETBOX_TOKEN_VERSION"), "v1") {
+		return secret, nil
+	}
+	return joinToken(key, secret), nil
+}
+
+// joinToken builds a v2 token from its key and secret.
+func joinToken(key, secret string) string {
+	if key == "" || secret == "" {
+		return ""
+	}
+	if !strings.HasPrefix(key, "nbt_") {
+		key = "nbt_" + key
+	}
+	return key + "." + secret
+}
+
+// authorization renders a token as its header: v2 tokens (nbt_…) as Bearer,
+// others as Token. The token itself never appears in the error.
+func authorization(token string) (string, error) {
+	for i := 0; i < len(token); i++ {
+		if c := token[i]; c < 0x21 || c == 0x7f {
+			return "", errors.New("the token contains a control character, space, CR, LF or NUL; set it without them")
+		}
+	}
+	if strings.HasPrefix(token, "nbt_") {
+		return "Bearer " + token, nil
+	}
+	return "Token " + token, nil
+}
+
+// profile is the part of a netbox-sdk profile the bridge uses.
+type profile struct {
+	url, token, timeout, sslVerify string
+}
+
+// loadProfile reads one profile of the netbox-sdk configuration file. A
+// missing file is no error unless the profile was asked for by name.
+func loadProfile(env environment, name string, named bool) (profile, error) {
+	var dirs []string
+	if x := env.getenv("XDG_CONFIG_HOME"); x != "" {
+		dirs = append(dirs, x)
+	}
+	if env.home != "" {
+		dirs = append(dirs, filepath.Join(env.home, ".config"))
+	}
+	var paths []string
+	for _, app := range []string{"netbox-sdk", "netbox-cli"} {
+		for _, d := range dirs {
+			paths = append(paths, filepath.Join(d, app, "config.json"))
+		}
+	}
+	for _, path := range paths {
+		data, mode, err := env.readFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return profile{}, fmt.Errorf("cannot read the netbox-sdk profile file %s: %v", path, err)
+		}
+		if mode&0o044 != 0 {
+			return profile{}, fmt.Errorf("the profile file %s is readable by other users (mode %04o); run: chmod 600 %s", path, mode, path)
+		}
+		return parseProfile(data, path, name, named)
+	}
+	if named {
+		return profile{}, fmt.Errorf("profile %q: no netbox-sdk profile file in %s", name, strings.Join(paths, " or "))
+	}
+	return profile{}, nil
+}
+
+func parseProfile(data []byte, path, name string, named bool) (profile, error) {
+	doc, err := decode(data, rootLimits)
+	if err != nil || doc.kind != kindObject {
+		return profile{}, fmt.Errorf("the profile file %s is not a JSON object: %v", path, err)
+	}
+	entry := doc
+	if _, flat := doc.get("base_url"); !flat {
+		profiles, _ := doc.get("profiles")
+		var found bool
+		if entry, found = profiles.get(name); !found || entry.kind != kindObject {
+			if !named {
+				return profile{}, nil
+			}
+			return profile{}, fmt.Errorf("profile %q is not in %s", name, path)
+		}
+	} else if name != "default" {
+		return profile{}, fmt.Errorf("profile %q: %s holds only the default profile", name, path)
+	}
+	text := func(key string) string {
+		switch v, _ := entry.get(key); v.kind {
+		case kindString, kindNumber:
+			return v.s
+		case kindBool:
+			return strconv.FormatBool(v.b)
+		}
+		return ""
+	}
+	p := profile{url: text("base_url"), timeout: text("timeout"), sslVerify: text("ssl_verify")}
+	if strings.EqualFold(text("token_version"), "v1") {
+		p.token = text("token_secret")
+	} else {
+		p.token = joinToken(text("token_key"), text("token_secret"))
+	}
+	return p, nil
+}
+
+// normalizeURL checks NETBOX_URL and splits it into base, origin and prefix.
+func normalizeURL(raw string) (base, origin, prefix string, err error) {
+	for i := 0; i < len(raw); i++ {
+		if c := raw[i]; c < 0x21 || c == 0x7f {
+			return "", "", "", errors.New("contains a control character or space")
+		}
+	}
+	if !strings.Contains(raw, "://") {
+		if scheme, rest, ok := strings.Cut(raw, ":"); ok && strings.Trim(strings.SplitN(rest, "/", 2)[0], "0123456789") != "" && !strings.Contains(scheme, ".") {
+			return "", "", "", fmt.Errorf("scheme %s is not http or https", quote(scheme))
+		}
+		raw = "https://" + raw
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return "", "", "", errors.New("is not a URL")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", "", "", fmt.Errorf("scheme %s is not http or https", quote(u.Scheme))
+	case u.User != nil:
+		return "", "", "", errors.New("must not contain credentials; set NETBOX_TOKEN instead")
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(raw, "#"):
+		return "", "", "", errors.New("must not have a query or fragment")
+	case u.Host == "" || u.Opaque != "":
+		return "", "", "", errors.New("has no host")
+	case strings.Contains(u.EscapedPath(), "%") || strings.Contains(raw, "%"):
+		return "", "", "", errors.New("must not contain percent-encoding")
+	}
+	prefix = strings.TrimRight(u.Path, "/")
+	for _, seg := range strings.Split(strings.TrimPrefix(prefix, "/"), "/") {
+		if prefix != "" && (seg == "" || seg == "." || seg == "..") {
+			return "", "", "", errors.New("path prefix has an empty, . or .. segment")
+		}
+	}
+	if origin, err = originOf(u.Scheme, u.Host); err != nil {
+		return "", "", "", err
+	}
+	return u.Scheme + "://" + u.Host + prefix, origin, prefix, nil
+}
+
+// ---- scan ----
+
+func runScan(args []string, stdout, stderr io.Writer, env environment) int {
+	fs := flag.NewFlagSet("scan", flag.ContinueOnError)
+	var f commonFlags
+	f.register(fs)
+	plugin := fs.String("plugin", "", "discover only this plugin")
+	asJSON := fs.Bool("json", false, "print the plugin_list_tools result document")
+	rest, err := parseFlags(fs, args, stderr)
+	if err != nil {
+		return exitUsage
+	}
+	if len(rest) > 0 {
+		fmt.Fprintf(stderr, "netbox-plugin-bridge scan: unexpected argument %q; run 'netbox-plugin-bridge help'\n", rest[0])
+		return exitUsage
+	}
+	cfg, stop, err := startConfig(f, env)
+	if err != nil {
+		fmt.Fprintf(stderr, "netbox-plugin-bridge scan: %v\n", err)
+		return exitUsage
+	}
+	defer stop()
+	c := newClient(cfg)
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	var cat *catalog
+	if *plugin != "" {
+		cat, err = c.scanOne(ctx, *plugin, callOptions{})
+	} else {
+		cat, err = c.scanAll(ctx, callOptions{})
+	}
+	if err != nil {
+		be := err.(*bridgeError)
+		var te *transportError
+		if *plugin == "" || errors.As(be.cause, &te) && te.resp == nil {
+			fmt.Fprintf(stderr, "netbox-plugin-bridge scan: %s: %v\n", be.Code, be.Message)
+			return exitUsage
+		}
+		cat = &catalog{problems: []scanProblem{{*plugin, be.Code, be.Message}}}
+	}
+	if *asJSON {
+		fmt.Fprintln(stdout, string(catalogDocument(cat)))
+	} else {
+		printCatalog(stdout, cat)
+	}
+	if len(cat.problems) > 0 {
+		return exitInvalid
+	}
+	return exitOK
+}
+
+func printCatalog(w io.Writer, cat *catalog) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOOL\tMETHOD\tEFFECT\tTITLE")
+	for _, t := range cat.tools {
+		title, _ := t.tool.descriptor.get("title")
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.qualifiedName(), t.tool.method, t.tool.effect, title.s)
+	}
+	tw.Flush()
+	if len(cat.problems) > 0 {
+		fmt.Fprintf(w, "\n%d problem(s):\n", len(cat.problems))
+		for _, p := range cat.problems {
+			fmt.Fprintf(w, "%s: %s: %s\n", p.Plugin, p.Code, p.Error)
+		}
+	}
+}
+
+// startConfig loads the configuration, or starts the demo NetBox and
+// configures it. stop shuts the demo down.
+func startConfig(f commonFlags, env environment) (*config, func(), error) {
+	if !f.demo {
+		cfg, err := loadConfig(f, env)
+		return cfg, func() {}, err
+	}
+	base, stop, err := startDemo()
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot start the demo NetBox: %v", err)
+	}
+	cfg := &config{base: base, origin: base + "", auth: "Token " + demoToken, timeout: defaultTimeout, demo: true,
+		allowMutations: f.allowMutations || truthy(env.getenv("NETBOX_MCP_ALLOW_MUTATIONS"))}
+	if f.timeout > 0 {
+		cfg.timeout = f.timeout
+	}
+	_, cfg.origin, _, _ = normalizeURL(base)
+	return cfg, stop, nil
+}
+
+// ---- the built-in demo NetBox ----
+
+// demoToken is the v1 token the demo NetBox requires; it guards nothing real.
+const demoToken = "0123456789abcdef0123456789abcdef01234567"
+
+// demoManifest is the example plugin's manifest: one read tool with query
+// arguments and an outputSchema, one write tool with a body.
+const demoManifest = `{
+  "schema_version": "1",
+  "plugin": "example",
+  "tools": [
+    {
+      "name": "list_reports",
+      "title": "List inventory reports",
+      "description": "List the inventory reports visible to the current NetBox principal, newest first.",
+      "method": "GET",
+      "path": "reports/",
+      "effect": "read",
+      "inputSchema": {
+        "type": "object",
+        "properties": {
+          "status": {"type": "string", "enum": ["queued", "done", "failed"]},
+          "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20},
+          "site": {"type": "array", "items": {"type": "string", "maxLength": 100}, "maxItems": 10, "uniqueItems": true},
+          "since": {"type": "string", "format": "date-time"}
+        },
+        "additionalProperties": false
+      },
+      "outputSchema": {
+        "type": "object",
+        "properties": {
+          "count": {"type": "integer", "minimum": 0},
+          "results": {"type": "array", "items": {
+            "type": "object",
+            "properties": {
+              "id": {"type": "integer", "minimum": 1},
+              "site": {"type": "string"},
+              "status": {"type": "string", "enum": ["queued", "done", "failed"]},
+              "created": {"type": "string", "format": "date-time"}
+            },
+            "required": ["id", "site", "status", "created"],
+            "additionalProperties": false
+          }}
+        },
+        "required": ["count", "results"],
+        "additionalProperties": false
+      },
+      "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false}
+    },
+    {
+      "name": "run_report",
+      "title": "Run an inventory report",
+      "description": "Queue an inventory report for one site, or for every site when site is omitted.",
+      "method": "POST",
+      "path": "reports/run/",
+      "effect": "write",
+      "inputSchema": {
+        "type": "object",
+        "properties": {
+          "site": {"type": "string", "minLength": 1, "maxLength": 100},
+          "scope": {"type": "string", "enum": ["active", "all"]}
+        },
+        "required": ["scope"],
+        "additionalProperties": false
+      },
+      "outputSchema": {
+        "type": "object",
+        "properties": {"id": {"type": "integer", "minimum": 1}, "status": {"const": "queued"}},
+        "required": ["id", "status"],
+        "additionalProperties": false
+      },
+      "annotations": {"readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": false}
+    }
+  ]
+}`
+
+// demoBrokenManifest breaks a SPEC §4 rule: methods are upper case.
+const demoBrokenManifest = `{"schema_version": "1", "plugin": "broken", "tools": [{"name": "purge", "title": "Purge",
+  "description": "Purge everything.", "method": "get", "path": "purge/", "effect": "read",
+  "inputSchema": {"type": "object", "additionalProperties": false},
+  "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false}}]}`
+
+// startDemo serves the demo NetBox on a loopback port and returns its URL.
+func startDemo() (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	base := "http://" + ln.Addr().String()
+	srv := &http.Server{Handler: demoHandler(base), ReadHeaderTimeout: 5 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
+	go srv.Serve(ln)
+	return base, func() { srv.Close() }, nil
+}
+
+func demoHandler(base string) http.Handler {
+	var mu sync.Mutex
+	reports := []map[string]any{
+		{"id": 1, "site": "ams1", "status": "done", "created": "2026-11-30T08:00:00Z"},
+		{"id": 2, "site": "fra2", "status": "failed", "created": "2026-12-01T08:00:00Z"},
+	}
+	send := func(w http.ResponseWriter, status int, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		json.NewEncoder(w).Encode(v)
+	}
+	advertise := func(slug string) map[string]any {
+		return map[string]any{"mcp": map[string]string{"schema_version": "1", "manifest": "/api/plugins/" + slug + "/mcp/"}}
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Token "+demoToken {
+			send(w, http.StatusForbidden, map[string]string{"detail": "Invalid token"})
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		switch r.Method + " " + r.URL.Path {
+		case "GET /api/plugins/":
+			send(w, http.StatusOK, map[string]string{
+				"example": base + "/api/plugins/example/", "quiet": base + "/api/plugins/quiet/",
+				"broken": base + "/api/plugins/broken/", installedPlugins: base + "/api/plugins/installed-plugins/"})
+		case "GET /api/plugins/installed-plugins/":
+			send(w, http.StatusOK, []map[string]string{{"name": "example"}, {"name": "quiet"}, {"name": "broken"}})
+		case "GET /api/plugins/example/":
+			send(w, http.StatusOK, advertise("example"))
+		case "GET /api/plugins/broken/":
+			send(w, http.StatusOK, advertise("broken"))
+		case "GET /api/plugins/quiet/":
+			send(w, http.StatusOK, map[string]string{"widgets": base + "/api/plugins/quiet/widgets/"})
+		case "GET /api/plugins/example/mcp/":
+			send(w, http.StatusOK, json.RawMessage(demoManifest))
+		case "GET /api/plugins/broken/mcp/":
+			send(w, http.StatusOK, json.RawMessage(demoBrokenManifest))
+		case "GET /api/plugins/example/reports/", "HEAD /api/plugins/example/reports/":
+			q := r.URL.Query()
+			limit, err := strconv.Atoi(cmp.Or(q.Get("limit"), "20"))
+			if err != nil || limit < 1 {
+				send(w, http.StatusBadRequest, map[string]string{"detail": "limit must be a positive integer"})
+				return
+			}
+			results := []map[string]any{}
+			for i := len(reports) - 1; i >= 0 && len(results) < limit; i-- {
+				rep := reports[i]
+				if (q.Get("status") == "" || rep["status"] == q.Get("status")) && (!q.Has("site") || slices.Contains(q["site"], rep["site"].(string))) &&
+					rep["created"].(string) >= q.Get("since") {
+					results = append(results, rep)
+				}
+			}
+			send(w, http.StatusOK, map[string]any{"count": len(results), "results": results})
+		case "POST /api/plugins/example/reports/run/":
+			var in struct{ Site, Scope string }
+			if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&in); err != nil || in.Scope == "" {
+				send(w, http.StatusBadRequest, map[string]string{"detail": "scope is required"})
+				return
+			}
+			rep := map[string]any{"id": len(reports) + 1, "site": cmp.Or(in.Site, "all"), "status": "queued",
+				"created": time.Now().UTC().Format(time.RFC3339)}
+			reports = append(reports, rep)
+			w.Header().Set("Location", "/api/plugins/example/reports/"+strconv.Itoa(len(reports))+"/")
+			send(w, http.StatusCreated, map[string]any{"id": rep["id"], "status": "queued"})
+		default:
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, "<!DOCTYPE html><html><body><h1>Page Not Found</h1></body></html>")
+		}
+	})
 }
