@@ -12,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -74,6 +75,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
+	case "serve":
+		return runServe(args, os.Stdin, stdout, stderr, osEnvironment())
 	case "scan":
 		return runScan(args, stdout, stderr, osEnvironment())
 	case "check":
@@ -485,6 +488,49 @@ func normalizeURL(raw string) (base, origin, prefix string, err error) {
 		return "", "", "", err
 	}
 	return u.Scheme + "://" + u.Host + prefix, origin, prefix, nil
+}
+
+// ---- serve ----
+
+// runServe runs the MCP stdio server until stdin ends or a signal arrives.
+// A configuration error does not stop it: every tool call answers
+// config_error instead, so the MCP client can show the reason.
+func runServe(args []string, stdin io.ReadCloser, stdout, stderr io.Writer, env environment) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	var f commonFlags
+	f.register(fs)
+	rest, err := parseFlags(fs, args, stderr)
+	if err != nil {
+		return exitUsage
+	}
+	if len(rest) > 0 {
+		fmt.Fprintf(stderr, "netbox-plugin-bridge serve: unexpected argument %q; run 'netbox-plugin-bridge help'\n", rest[0])
+		return exitUsage
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	cfg, stop, err := startConfig(f, env)
+	b := &bridge{cfg: cfg, cfgErr: err}
+	if err != nil {
+		logger.Error("NetBox is not configured; every tool call will answer config_error", "error", err)
+		b.cfg, stop = &config{timeout: defaultTimeout}, func() {}
+	}
+	defer stop()
+	if b.cfg.insecure {
+		logger.Warn("TLS certificate verification is disabled (NETBOX_SSL_VERIFY)")
+	}
+	if b.cfg.demo {
+		logger.Info("serving the built-in demo NetBox", "url", b.cfg.base)
+	}
+	b.client = newClient(b.cfg)
+	sdkLogger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	err = newMCPServer(b, sdkLogger).Run(ctx, &lineTransport{in: stdin, out: stdout})
+	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
+		logger.Error("the MCP session ended", "error", err)
+		return exitInvalid
+	}
+	return exitOK
 }
 
 // ---- scan ----
