@@ -124,6 +124,9 @@ func (s *scan) fetch(path string, limit int) ([]byte, error) {
 }
 
 func (s *scan) deadlineError() error {
+	if errors.Is(s.deadline.Err(), context.Canceled) {
+		return &scanLimitError{"the scan was cancelled"}
+	}
 	return &scanLimitError{fmt.Sprintf("the scan took longer than %v", scanDeadline)}
 }
 
