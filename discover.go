@@ -124,6 +124,9 @@ func (s *scan) fetch(path string, limit int) ([]byte, error) {
 }
 
 func (s *scan) deadlineError() error {
+	if errors.Is(s.deadline.Err(), context.Canceled) {
+		return &scanLimitError{"the scan was cancelled"}
+	}
 	return &scanLimitError{fmt.Sprintf("the scan took longer than %v", scanDeadline)}
 }
 
@@ -172,7 +175,7 @@ func (c *client) scanAll(ctx context.Context, opts callOptions) (*catalog, error
 			continue
 		}
 		if prev, dup := links[slug]; dup {
-			if prev != m.val.s {
+			if prev != "" && prev != m.val.s { // "" is already excluded and reported
 				cat.problems = append(cat.problems, scanProblem{slug, "discovery_failed", fmt.Sprintf("plugin %s is listed twice with different links", quote(slug))})
 				links[slug] = "" // excluded
 			}

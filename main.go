@@ -313,7 +313,7 @@ func loadConfig(f commonFlags, env environment) (*config, error) {
 	}
 	if timeout != "" {
 		secs, err := strconv.ParseFloat(timeout, 64)
-		if err != nil || secs <= 0 || secs > 86400 {
+		if err != nil || !(secs > 0 && secs <= 86400) { // !(…) also refuses NaN
 			return nil, fmt.Errorf("NETBOX_TIMEOUT: %q is not a number of seconds between 0 and 86400", clip(timeout, 40))
 		}
 		cfg.timeout = time.Duration(secs * float64(time.Second))
@@ -416,7 +416,10 @@ func loadProfile(env environment, name string, named bool) (profile, error) {
 
 func parseProfile(data []byte, path, name string, named bool) (profile, error) {
 	doc, err := decode(data, rootLimits)
-	if err != nil || doc.kind != kindObject {
+	if err == nil && doc.kind != kindObject {
+		err = errors.New("the top-level value is not an object")
+	}
+	if err != nil {
 		return profile{}, fmt.Errorf("the profile file %s is not a JSON object: %v", path, err)
 	}
 	entry := doc
