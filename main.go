@@ -70,6 +70,9 @@ func main() {
 
 // run executes one command line and returns the process exit code.
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version") {
+		args = []string{"version"}
+	}
 	cmd := "serve"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
@@ -86,10 +89,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	case "help":
 		fmt.Fprint(stdout, usage)
-		return exitOK
-	}
-	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version") {
-		fmt.Fprintln(stdout, versionLine())
 		return exitOK
 	}
 	fmt.Fprintf(stderr, "netbox-plugin-bridge: unknown command %q; run 'netbox-plugin-bridge help'\n", cmd)
@@ -283,38 +282,46 @@ func osEnvironment() environment {
 func loadConfig(f commonFlags, env environment) (*config, error) {
 	cfg := &config{timeout: defaultTimeout}
 	cfg.allowMutations = f.allowMutations || truthy(env.getenv("NETBOX_MCP_ALLOW_MUTATIONS"))
-	rawURL := env.getenv("NETBOX_URL")
-	token, err := envToken(env.getenv)
+	profileName := cmp.Or(f.profile, env.getenv("NETBOX_PROFILE"))
+	p, err := loadProfile(env, cmp.Or(profileName, "default"), profileName != "")
 	if err != nil {
 		return nil, err
 	}
-	timeout, sslVerify := env.getenv("NETBOX_TIMEOUT"), env.getenv("NETBOX_SSL_VERIFY")
-	profileName := cmp.Or(f.profile, env.getenv("NETBOX_PROFILE"))
-	if rawURL == "" || token == "" || profileName != "" {
-		p, err := loadProfile(env, cmp.Or(profileName, "default"), profileName != "")
-		if err != nil {
-			return nil, err
+	// Each setting with the name of where it came from, for error messages.
+	pick := func(envName, profileKey, profileValue string) (string, string) {
+		if v := env.getenv(envName); v != "" {
+			return v, envName
 		}
-		rawURL = cmp.Or(rawURL, p.url)
-		token = cmp.Or(token, p.token)
-		timeout = cmp.Or(timeout, p.timeout)
-		sslVerify = cmp.Or(sslVerify, p.sslVerify)
+		return profileValue, "profile " + profileKey
+	}
+	rawURL, urlFrom := pick("NETBOX_URL", "base_url", p.url)
+	timeout, timeoutFrom := pick("NETBOX_TIMEOUT", "timeout", p.timeout)
+	sslVerify, sslFrom := pick("NETBOX_SSL_VERIFY", "ssl_verify", p.sslVerify)
+	token, tokenFrom := envToken(env.getenv), "NETBOX_TOKEN"
+	if token == "" {
+		token, tokenFrom = p.token, "profile token_secret"
 	}
 	if rawURL == "" {
 		return nil, errors.New("no NetBox URL: set NETBOX_URL (for example https://netbox.example.com) or a netbox-sdk profile, or use --demo")
 	}
 	if cfg.base, cfg.origin, cfg.prefix, err = normalizeURL(rawURL); err != nil {
-		return nil, fmt.Errorf("NETBOX_URL: %v", err)
+		return nil, fmt.Errorf("%s: %v", urlFrom, err)
+	}
+	if token != "" && tokenFrom != "NETBOX_TOKEN" && urlFrom == "NETBOX_URL" && p.url != "" {
+		// Never send a profile's token to a NetBox other than the profile's own.
+		if _, origin, _, err := normalizeURL(p.url); err != nil || origin != cfg.origin {
+			return nil, errors.New("NETBOX_URL names another NetBox than the profile whose token would be sent there; set NETBOX_TOKEN as well")
+		}
 	}
 	if token != "" {
 		if cfg.auth, err = authorization(token); err != nil {
-			return nil, fmt.Errorf("NETBOX_TOKEN: %v", err)
+			return nil, fmt.Errorf("%s: %v", tokenFrom, err)
 		}
 	}
 	if timeout != "" {
 		secs, err := strconv.ParseFloat(timeout, 64)
 		if err != nil || !(secs > 0 && secs <= 86400) { // !(…) also refuses NaN
-			return nil, fmt.Errorf("NETBOX_TIMEOUT: %q is not a number of seconds between 0 and 86400", clip(timeout, 40))
+			return nil, fmt.Errorf("%s: %q is not a number of seconds between 0 and 86400", timeoutFrom, clip(timeout, 40))
 		}
 		cfg.timeout = time.Duration(secs * float64(time.Second))
 	}
@@ -328,7 +335,7 @@ func loadConfig(f commonFlags, env environment) (*config, error) {
 	case "0", "false", "no", "off":
 		cfg.insecure = true
 	default:
-		return nil, fmt.Errorf("NETBOX_SSL_VERIFY: %q is not one of 1, true, yes, on, 0, false, no, off", clip(sslVerify, 40))
+		return nil, fmt.Errorf("%s: %q is not one of 1, true, yes, on, 0, false, no, off", sslFrom, clip(sslVerify, 40))
 	}
 	return cfg, nil
 }
@@ -338,15 +345,15 @@ func truthy(s string) bool {
 }
 
 // envToken reads the whole token, or netbox-sdk's split form.
-func envToken(getenv func(string) string) (string, error) {
+func envToken(getenv func(string) string) string {
 	if t := getenv("NETBOX_TOKEN"); t != "" {
-		return t, nil
+		return t
 	}
 	key, secret := getenv("NETBOX_TOKEN_KEY"), getenv("NETBOX_TOKEN_SECRET")
 	if strings.EqualFold(getenv("NETBOX_TOKEN_VERSION"), "v1") {
-		return secret, nil
+		return secret
 	}
-	return joinToken(key, secret), nil
+	return joinToken(key, secret)
 }
 
 // joinToken builds a v2 token from its key and secret.
@@ -461,7 +468,8 @@ func normalizeURL(raw string) (base, origin, prefix string, err error) {
 		}
 	}
 	if !strings.Contains(raw, "://") {
-		if scheme, rest, ok := strings.Cut(raw, ":"); ok && strings.Trim(strings.SplitN(rest, "/", 2)[0], "0123456789") != "" && !strings.Contains(scheme, ".") {
+		// "host:8000" and "[::1]:8000" are hosts; "ftp:x" is a scheme.
+		if scheme, rest, ok := strings.Cut(raw, ":"); ok && raw[0] != '[' && strings.Trim(strings.SplitN(rest, "/", 2)[0], "0123456789") != "" && !strings.Contains(scheme, ".") {
 			return "", "", "", fmt.Errorf("scheme %s is not http or https", quote(scheme))
 		}
 		raw = "https://" + raw

@@ -84,6 +84,7 @@ func TestNormalizeURL(t *testing.T) {
 		"HTTPS://NetBox.Example.com":            {"https://NetBox.Example.com", "https://netbox.example.com:443", ""},
 		"localhost:8000":                        {"https://localhost:8000", "https://localhost:8000", ""},
 		"localhost:8000/netbox/":                {"https://localhost:8000/netbox", "https://localhost:8000", "/netbox"},
+		"[::1]:8000":                            {"https://[::1]:8000", "https://[::1]:8000", ""},
 		"netbox.example.com:8443":               {"https://netbox.example.com:8443", "https://netbox.example.com:8443", ""},
 		"http://127.0.0.1:8000":                 {"http://127.0.0.1:8000", "http://127.0.0.1:8000", ""},
 		"http://[::1]:8000/":                    {"http://[::1]:8000", "http://[::1]:8000", ""},
@@ -204,8 +205,8 @@ func TestConfigPrecedence(t *testing.T) {
 	}{
 		{"profile only", commonFlags{}, nil,
 			want{"https://profile.example.com/netbox", "Bearer nbt_pkey.psecret", 12 * time.Second, true}},
-		{"env URL", commonFlags{}, map[string]string{"NETBOX_URL": "http://env.example.com"},
-			want{"http://env.example.com", "Bearer nbt_pkey.psecret", 12 * time.Second, true}},
+		{"env URL of the profile's NetBox", commonFlags{}, map[string]string{"NETBOX_URL": "https://PROFILE.example.com:443/other"},
+			want{"https://PROFILE.example.com:443/other", "Bearer nbt_pkey.psecret", 12 * time.Second, true}},
 		{"env token", commonFlags{}, map[string]string{"NETBOX_TOKEN": "nbt_env.tok"},
 			want{"https://profile.example.com/netbox", "Bearer nbt_env.tok", 12 * time.Second, true}},
 		{"env split token", commonFlags{}, map[string]string{"NETBOX_TOKEN_KEY": "ek", "NETBOX_TOKEN_SECRET": "es"},
@@ -233,6 +234,22 @@ func TestConfigPrecedence(t *testing.T) {
 		if got := (want{cfg.base, cfg.auth, cfg.timeout, cfg.insecure}); got != c.want {
 			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
 		}
+	}
+}
+
+// TestProfileTokenStaysWithItsNetBox: a profile's token is never sent to a
+// NETBOX_URL that names another NetBox.
+func TestProfileTokenStaysWithItsNetBox(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	writeProfile(t, sdkPath(filepath.Join(home, ".config")), profileFile, 0o600)
+	_, err := loadConfig(commonFlags{}, testEnv(home, map[string]string{"NETBOX_URL": "http://env.example.com"}))
+	if err == nil || !strings.Contains(err.Error(), "set NETBOX_TOKEN as well") || strings.Contains(err.Error(), "psecret") {
+		t.Fatalf("got %v", err)
+	}
+	cfg, err := loadConfig(commonFlags{}, testEnv(home, map[string]string{"NETBOX_URL": "http://env.example.com", "NETBOX_TOKEN": "nbt_e.t"}))
+	if err != nil || cfg.auth != "Bearer nbt_e.t" {
+		t.Fatalf("got %+v, %v", cfg, err)
 	}
 }
 
@@ -307,9 +324,9 @@ func TestProfileFormats(t *testing.T) {
 		{"not JSON", `{"profiles": {"default": {"token_secret": "` + secret + `"`, "", "is not a JSON object: invalid JSON"},
 		{"duplicate key", `{"profiles": {}, "profiles": {}}`, "", `duplicate key "profiles"`},
 		{"byte order mark", "\xEF\xBB\xBF{}", "", "byte order mark"},
-		{"bad URL", `{"base_url": "ftp://x", "token_key": "k", "token_secret": "` + secret + `"}`, "", `NETBOX_URL: scheme "ftp"`},
-		{"bad timeout", `{"base_url": "https://x", "timeout": "soon"}`, "", `NETBOX_TIMEOUT: "soon" is not a number of seconds`},
-		{"bad ssl_verify", `{"base_url": "https://x", "ssl_verify": "maybe"}`, "", `NETBOX_SSL_VERIFY: "maybe" is not one of`},
+		{"bad URL", `{"base_url": "ftp://x", "token_key": "k", "token_secret": "` + secret + `"}`, "", `profile base_url: scheme "ftp"`},
+		{"bad timeout", `{"base_url": "https://x", "timeout": "soon"}`, "", `profile timeout: "soon" is not a number of seconds`},
+		{"bad ssl_verify", `{"base_url": "https://x", "ssl_verify": "maybe"}`, "", `profile ssl_verify: "maybe" is not one of`},
 	} {
 		cfg, err := load(c.content, commonFlags{profile: c.profile})
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), "<nil>") {

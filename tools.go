@@ -225,7 +225,9 @@ func parseHeaders(entries []value) (http.Header, error) {
 	return h, nil
 }
 
-func isAlnum(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+func isAlnum(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+}
 
 // ok renders a result document as structured content and as its JSON text.
 func ok(doc []byte) *mcp.CallToolResult {
