@@ -53,6 +53,9 @@ type fakeNetBox struct {
 	log      []fakeRequest
 	inFlight int
 	peak     int
+
+	replacer       *strings.Replacer // fills in the templates, for replacerPrefix
+	replacerPrefix string
 }
 
 // fakePlugin is one plugin; empty fields take the defaults described.
@@ -253,7 +256,10 @@ func (f *fakeNetBox) document(rel string) (string, bool) {
 			return "", false
 		}
 	}
-	doc = strings.NewReplacer("{base}", f.URL+f.prefix, "{url}", f.URL).Replace(doc)
+	if f.replacer == nil || f.replacerPrefix != f.prefix {
+		f.replacer, f.replacerPrefix = strings.NewReplacer("{base}", f.URL+f.prefix, "{url}", f.URL), f.prefix
+	}
+	doc = f.replacer.Replace(doc)
 	if n, ok := f.pads[rel]; ok {
 		if n < len(doc) {
 			f.t.Errorf("cannot pad %s of %d bytes to %d", rel, len(doc), n)
@@ -1784,4 +1790,73 @@ func TestTransportErrorSent(t *testing.T) {
 	if !errors.As(be.cause, &te) || te.resp != nil || te.sent {
 		t.Errorf("scan of a refused NetBox: %v", err)
 	}
+}
+
+// ---- benchmarks (SPEC §10) ----
+
+// benchLatency is the round trip the scan benchmarks add to every request.
+const benchLatency = 10 * time.Millisecond
+
+// BenchmarkScan128 is a full scan of 128 advertising plugins with 4 tools
+// each; SPEC §10 wants at most 20 round trips (sequentially it takes 257).
+func BenchmarkScan128(b *testing.B) {
+	f := newFakeNetBox(b)
+	for i := range scanRootLimit {
+		f.addPlugin(fmt.Sprintf("p%03d", i), numberedTools(4)...)
+	}
+	f.locked(func() { f.latency = benchLatency })
+	c := f.client()
+	b.ReportAllocs()
+	for b.Loop() {
+		cat, err := c.scanAll(context.Background(), callOptions{})
+		if err != nil || len(cat.tools) != 4*scanRootLimit {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed())/float64(b.N)/float64(benchLatency), "round-trips/op")
+}
+
+// BenchmarkSelectedPlugin is the discovery before a dispatch; SPEC §10 wants
+// one round trip.
+func BenchmarkSelectedPlugin(b *testing.B) {
+	f := newFakeNetBox(b)
+	f.addPlugin("inv", numberedTools(4)...)
+	f.locked(func() { f.latency = benchLatency })
+	c := f.client()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.scanOne(context.Background(), "inv", callOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed())/float64(b.N)/float64(benchLatency), "round-trips/op")
+}
+
+// FuzzResolveLink: any link either fails or yields a normalized path under
+// /api/ of the configured origin.
+func FuzzResolveLink(f *testing.F) {
+	for _, seed := range []string{"/api/plugins/x/", "http://127.0.0.1:8000/netbox/api/plugins/x/mcp/", "https://evil/api/",
+		"//evil/api/", "/api/../x/", "/netbox/api/%2e%2e/", "HTTP://127.0.0.1:8000/api/plugins/a/", "/api/plugins/a\\b/"} {
+		f.Add(seed)
+	}
+	base, origin, prefix, _ := normalizeURL("http://127.0.0.1:8000/netbox")
+	c := newClient(&config{base: base, origin: origin, prefix: prefix, timeout: time.Second})
+	f.Fuzz(func(t *testing.T, link string) {
+		path, err := c.resolveLink(link)
+		if err != nil {
+			if len(err.Error()) > 3*clipLimit+400 {
+				t.Fatalf("error echoes too much: %d bytes", len(err.Error()))
+			}
+			return
+		}
+		if !strings.HasPrefix(path, "/api/") || !strings.HasSuffix(path, "/") || strings.Contains(path, "//") ||
+			strings.ContainsAny(path, "%\\?#") || slices.Contains(strings.Split(path, "/"), "..") || slices.Contains(strings.Split(path, "/"), ".") {
+			t.Fatalf("%q resolved to %q", link, path)
+		}
+		for i := 0; i < len(path); i++ {
+			if path[i] <= ' ' || path[i] >= 0x7f {
+				t.Fatalf("%q resolved to %q with byte %#x", link, path, path[i])
+			}
+		}
+	})
 }

@@ -193,9 +193,9 @@ func (ps *problems) checkTool(v value, loc string) *tool {
 	if len(*ps) > before {
 		return nil
 	}
-	t.descriptor = value{kind: kindObject, obj: append([]member(nil), v.obj...)}
+	t.descriptor = v
 	if _, found := v.get("outputSchema"); !found {
-		t.descriptor.obj = append(t.descriptor.obj, member{"outputSchema", value{}})
+		t.descriptor.obj = append(slices.Clip(v.obj), member{"outputSchema", value{}})
 	}
 	return t
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -174,4 +175,21 @@ func TestProxboxContract(t *testing.T) {
 			t.Errorf("%s %s %s: got %v, want %q", c.tool, c.arguments, c.response, ps, c.problem)
 		}
 	}
+}
+
+// FuzzToolPath: an accepted descriptor path stays a fixed, plugin-local path.
+func FuzzToolPath(f *testing.F) {
+	for _, seed := range []string{"reports/", "a/b/c/", "../x/", "a//b/", "/abs/", "a/./b/", "http://x/", "a%2F/", "a?b/"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		if checkToolPath(p) != nil {
+			return
+		}
+		segments := strings.Split(strings.TrimSuffix(p, "/"), "/")
+		if strings.HasPrefix(p, "/") || !strings.HasSuffix(p, "/") || slices.Contains(segments, "..") ||
+			slices.Contains(segments, ".") || slices.Contains(segments, "") || strings.ContainsAny(p, "%\\?#:") {
+			t.Fatalf("accepted %q", p)
+		}
+	})
 }

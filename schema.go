@@ -91,6 +91,11 @@ type scanner struct {
 	values  int
 	lim     limits
 	scratch []byte
+
+	// Decoding state: containers under construction, and interned keys.
+	members  []member
+	elements []value
+	keys     map[string]string
 }
 
 func newScanner(data []byte, lim limits) (scanner, error) {
@@ -192,7 +197,17 @@ func (s *scanner) key() (string, error) {
 	if esc {
 		return s.unescape(raw), nil
 	}
-	return string(raw), nil
+	if k, ok := s.keys[string(raw)]; ok {
+		return k, nil // documents repeat their keys: "type", "properties", …
+	}
+	if s.keys == nil {
+		s.keys = make(map[string]string)
+	}
+	k := string(raw)
+	if len(s.keys) < 1024 {
+		s.keys[k] = k
+	}
+	return k, nil
 }
 
 // literal consumes true, false or null.
@@ -442,56 +457,66 @@ func (s *scanner) value() (value, error) {
 		if err := s.open(); err != nil {
 			return value{}, err
 		}
-		v := value{kind: kindObject, obj: []member{}}
+		// Members collect on a stack shared by every level and are copied
+		// out once, at their exact size.
+		mark := len(s.members)
+		defer func() { s.members = s.members[:mark] }()
 		var seen map[string]bool
 		for first := true; ; first = false {
-			ok, err := s.more('}', first)
-			if err != nil || !ok {
-				return v, err
+			more, err := s.more('}', first)
+			if err != nil {
+				return value{}, err
+			}
+			if !more {
+				return value{kind: kindObject, obj: slices.Clone(s.members[mark:len(s.members):len(s.members)])}, nil
 			}
 			at := s.pos
 			k, err := s.key()
 			if err != nil {
-				return v, err
+				return value{}, err
 			}
-			if seen == nil && len(v.obj) >= 8 {
+			mine := s.members[mark:]
+			if seen == nil && len(mine) >= 8 {
 				seen = make(map[string]bool, 16)
-				for _, m := range v.obj {
+				for _, m := range mine {
 					seen[m.key] = true
 				}
 			}
 			dup := false
 			if seen != nil {
-				dup = seen[k]
-				seen[k] = true
+				dup, seen[k] = seen[k], true
 			} else {
-				_, dup = v.get(k)
+				dup = slices.ContainsFunc(mine, func(m member) bool { return m.key == k })
 			}
 			if dup {
 				s.pos = at
-				return v, s.errorf("duplicate key %s", quote(k))
+				return value{}, s.errorf("duplicate key %s", quote(k))
 			}
 			m, err := s.value()
 			if err != nil {
-				return v, err
+				return value{}, err
 			}
-			v.obj = append(v.obj, member{k, m})
+			s.members = append(s.members, member{k, m})
 		}
 	case '[':
 		if err := s.open(); err != nil {
 			return value{}, err
 		}
-		v := value{kind: kindArray, arr: []value{}}
+		mark := len(s.elements)
+		defer func() { s.elements = s.elements[:mark] }()
 		for first := true; ; first = false {
-			ok, err := s.more(']', first)
-			if err != nil || !ok {
-				return v, err
+			more, err := s.more(']', first)
+			if err != nil {
+				return value{}, err
+			}
+			if !more {
+				return value{kind: kindArray, arr: slices.Clone(s.elements[mark:len(s.elements):len(s.elements)])}, nil
 			}
 			e, err := s.value()
 			if err != nil {
-				return v, err
+				return value{}, err
 			}
-			v.arr = append(v.arr, e)
+			s.elements = append(s.elements, e)
 		}
 	case '"':
 		raw, esc, _, err := s.str()
@@ -567,6 +592,45 @@ func appendString(b []byte, s string) []byte {
 		}
 	}
 	return append(b, '"')
+}
+
+// encodedSize is len(encode(v)), without the encoding.
+func encodedSize(v value) int {
+	switch v.kind {
+	case kindNull:
+		return 4
+	case kindBool:
+		if v.b {
+			return 4
+		}
+		return 5
+	case kindNumber:
+		return len(v.s)
+	case kindString:
+		return stringSize(v.s)
+	}
+	n := 2 + max(len(v.arr), len(v.obj)) - 1 // brackets and commas
+	for _, e := range v.arr {
+		n += encodedSize(e)
+	}
+	for _, m := range v.obj {
+		n += stringSize(m.key) + 1 + encodedSize(m.val)
+	}
+	return max(n, 2)
+}
+
+// stringSize is the length of appendString's encoding of s.
+func stringSize(s string) int {
+	n := len(s) + 2
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\' || c == '\n':
+			n++
+		case c < 0x20:
+			n += 5
+		}
+	}
+	return n
 }
 
 // encode returns the compact encoding of v.
@@ -868,7 +932,7 @@ func index(loc string, i int) string { return loc + "[" + strconv.Itoa(i) + "]" 
 
 // compileSchema compiles v, found at loc, after checking the per-schema bounds.
 func compileSchema(v value, loc string) (*schema, error) {
-	if n := len(encode(v)); n > schemaLimits.bytes {
+	if n := encodedSize(v); n > schemaLimits.bytes {
 		return nil, &problem{loc, fmt.Sprintf("schema is %d bytes, more than %d", n, schemaLimits.bytes)}
 	}
 	if depth, values := measure(v); depth > schemaLimits.depth {

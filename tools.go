@@ -456,7 +456,7 @@ func responseDocument(ct catalogTool, resp *response, err error) ([]byte, error)
 	case write:
 		be.Code, be.Outcome = "outcome_unknown", "unknown"
 		be.Message = fmt.Sprintf("%s was sent, but its outcome is unknown: %s.%s", target, problem, notBlindly)
-	case err == nil && (resp.status < 300 || resp.status > 399):
+	case err == nil && (resp.status < 200 || resp.status > 399):
 		be.Code = "http_error"
 		be.Message = fmt.Sprintf("%s: %s. The read had no effect; fix the cause and retry.", target, problem)
 	default:

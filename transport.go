@@ -135,7 +135,7 @@ func (c *client) do(ctx context.Context, req request) (*response, error) {
 	if resp.ContentLength > int64(req.limit) {
 		return r, fail(fmt.Errorf("%w: Content-Length %d is more than %d bytes", errTooLarge, resp.ContentLength, req.limit))
 	}
-	r.body, err = readBounded(resp.Body, req.limit, req.budget)
+	r.body, err = readBounded(resp.Body, req.limit, resp.ContentLength, req.budget)
 	if err != nil {
 		if !errors.Is(err, errTooLarge) && !errors.Is(err, errBudget) {
 			err = fmt.Errorf("%w: %v", errNotReadable, describeNetError(ctx, err, c.timeout))
@@ -146,9 +146,14 @@ func (c *client) do(ctx context.Context, req request) (*response, error) {
 }
 
 // readBounded reads r to its end, stopping after limit+1 bytes, and draws
-// every byte it reads from b when b is not nil.
-func readBounded(r io.Reader, limit int, b *budget) ([]byte, error) {
-	buf := make([]byte, 0, min(limit+1, 32<<10))
+// every byte it reads from b when b is not nil. size is the expected
+// length, or -1.
+func readBounded(r io.Reader, limit int, size int64, b *budget) ([]byte, error) {
+	initial := 4 << 10
+	if size >= 0 {
+		initial = int(size) + 1 // room to see the end without growing
+	}
+	buf := make([]byte, 0, min(limit+1, initial))
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]

@@ -1,0 +1,905 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// protocolVersions are what today's clients send, and the SDK's newest ("").
+var protocolVersions = []string{"2025-11-25", ""}
+
+// The inv plugin of the MCP tests: a read with every query type, a HEAD, a
+// write and a destructive tool.
+var (
+	searchTool = toolSpec{Name: "search", Title: "Search", Description: "Search records.", Method: "GET", Path: "search/", Effect: "read",
+		InputSchema: json.RawMessage(`{"type": "object", "additionalProperties": false, "properties": {
+			"q": {"type": "string"}, "limit": {"type": "integer", "minimum": 1, "maximum": 9223372036854775807},
+			"ratio": {"type": "number"}, "flag": {"type": "boolean"}, "maybe": {"type": ["string", "null"]},
+			"tags": {"type": "array", "items": {"type": "string"}}, "ids": {"type": ["array", "null"], "items": {"type": "integer"}},
+			"mode": {"type": "string", "enum": ["fast", "exact"]}, "since": {"type": "string", "format": "date-time"}}}`),
+		OutputSchema: json.RawMessage(`{"type": "object", "properties": {"count": {"type": "integer", "minimum": 0}}, "required": ["count"]}`),
+		Annotations:  toolAnnotations{ReadOnlyHint: true, IdempotentHint: true}}
+	peekTool = toolSpec{Name: "peek", Title: "Peek", Description: "Check that records exist.", Method: "HEAD", Path: "search/", Effect: "read",
+		InputSchema: json.RawMessage(`{"type": "object", "additionalProperties": false, "properties": {"q": {"type": "string"}}}`),
+		Annotations: toolAnnotations{ReadOnlyHint: true, IdempotentHint: true}}
+	createTool = toolSpec{Name: "create", Title: "Create", Description: "Create a record.", Method: "POST", Path: "records/", Effect: "write",
+		InputSchema: json.RawMessage(`{"type": "object", "additionalProperties": false, "required": ["name"], "properties": {
+			"name": {"type": "string", "minLength": 1}, "size": {"type": "integer", "minimum": 0, "maximum": 9223372036854775807},
+			"at": {"type": "string", "format": "date-time"}, "kind": {"type": "string", "enum": ["vm", "device"]}}}`),
+		OutputSchema: json.RawMessage(`{"type": "object", "properties": {"id": {"type": "integer", "minimum": 1}}, "required": ["id"]}`)}
+	purgeTool = toolSpec{Name: "purge", Title: "Purge", Description: "Delete every record.", Method: "DELETE", Path: "records/", Effect: "destructive",
+		InputSchema: json.RawMessage(`{"type": "object", "additionalProperties": false}`),
+		Annotations: toolAnnotations{DestructiveHint: true}}
+)
+
+const (
+	searchPath  = "/api/plugins/inv/search/"
+	recordsPath = "/api/plugins/inv/records/"
+)
+
+// newInvNetBox is a fake NetBox with the inv plugin, a quiet plugin and a
+// broken one, whose targets answer plausibly until a test changes them.
+func newInvNetBox(t testing.TB) *fakeNetBox {
+	f := newFakeNetBox(t)
+	f.addPlugin("inv", searchTool, peekTool, createTool, purgeTool)
+	f.addPlugin("quiet")
+	f.setPlugin("broken", &fakePlugin{manifest: strings.Replace(manifestJSON("broken", readTool("list")), `"GET"`, `"get"`, 1)})
+	f.handle(searchPath, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Request-ID", "req-1")
+		w.Header().Set("Set-Cookie", "sessionid=secret")
+		writeJSON(w, http.StatusOK, `{"count": 2}`, false)
+	})
+	f.handle(recordsPath, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", recordsPath+"7/")
+		writeJSON(w, http.StatusCreated, `{"id": 7}`, false)
+	})
+	return f
+}
+
+// connect runs the bridge's MCP server in memory and returns a client session.
+func connect(t testing.TB, b *bridge, version string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	ctx := context.Background()
+	ct, st := mcp.NewInMemoryTransports()
+	server := newMCPServer(b, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ss, err := server.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close(); ss.Wait() })
+	return cs
+}
+
+func newBridge(f *fakeNetBox, allowMutations bool) *bridge {
+	cfg := f.config()
+	cfg.allowMutations = allowMutations
+	return &bridge{cfg: cfg, client: f.client()}
+}
+
+// result is a tool result with its structured content decoded.
+type result struct {
+	isError bool
+	text    string
+	doc     map[string]any
+}
+
+func (r result) code() string {
+	e, _ := r.doc["error"].(map[string]any)
+	s, _ := e["code"].(string)
+	return s
+}
+
+func (r result) errorField(key string) any {
+	e, _ := r.doc["error"].(map[string]any)
+	return e[key]
+}
+
+func call(t testing.TB, cs *mcp.ClientSession, tool string, args any) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s %v: %v", tool, args, err)
+	}
+	raw, _ := json.Marshal(res.StructuredContent)
+	r := result{isError: res.IsError}
+	if err := json.Unmarshal(raw, &r.doc); err != nil {
+		t.Fatalf("structuredContent %s: %v", raw, err)
+	}
+	if len(res.Content) != 1 {
+		t.Fatalf("%d content blocks", len(res.Content))
+	}
+	r.text = res.Content[0].(*mcp.TextContent).Text
+	if !r.isError {
+		// The text is the same JSON document as the structured content.
+		var again map[string]any
+		if err := json.Unmarshal([]byte(r.text), &again); err != nil || !jsonSame(again, r.doc) {
+			t.Fatalf("text %s differs from structuredContent %s", r.text, raw)
+		}
+	}
+	return r
+}
+
+func jsonSame(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}
+
+func callInv(t testing.TB, cs *mcp.ClientSession, tool string, args map[string]any, extra ...any) result {
+	t.Helper()
+	in := map[string]any{"plugin": "inv", "tool": tool, "arguments": args}
+	for i := 0; i+1 < len(extra); i += 2 {
+		in[extra[i].(string)] = extra[i+1]
+	}
+	return call(t, cs, "plugin_call_tool", in)
+}
+
+func wantError(t testing.TB, r result, code string, dispatched bool) {
+	t.Helper()
+	if !r.isError || r.code() != code || r.errorField("dispatched") != dispatched {
+		t.Fatalf("want error %s (dispatched %v), got %+v", code, dispatched, r)
+	}
+	if r.text != r.errorField("message") {
+		t.Fatalf("text %q is not the message %q", r.text, r.errorField("message"))
+	}
+}
+
+func TestServerAdvertisesOnlyTools(t *testing.T) {
+	f := newInvNetBox(t)
+	for _, v := range protocolVersions {
+		cs := connect(t, newBridge(f, false), v, nil)
+		init := cs.InitializeResult()
+		if init.ServerInfo.Name != "netbox-plugin-bridge" || !strings.Contains(init.Instructions, "dry_run") {
+			t.Errorf("%q: %+v", v, init.ServerInfo)
+		}
+		caps := init.Capabilities
+		if caps.Tools == nil || caps.Logging != nil || caps.Prompts != nil || caps.Resources != nil {
+			t.Errorf("%q: capabilities %+v", v, caps)
+		}
+		tools, err := cs.ListTools(context.Background(), nil)
+		if err != nil || len(tools.Tools) != 2 {
+			t.Fatalf("%q: %v %+v", v, err, tools)
+		}
+		for _, tl := range tools.Tools {
+			a := tl.Annotations
+			switch tl.Name {
+			case "plugin_list_tools":
+				if !a.ReadOnlyHint || !a.IdempotentHint {
+					t.Errorf("plugin_list_tools annotations %+v", a)
+				}
+			case "plugin_call_tool":
+				if a.ReadOnlyHint || a.DestructiveHint == nil || !*a.DestructiveHint || a.OpenWorldHint == nil || !*a.OpenWorldHint {
+					t.Errorf("plugin_call_tool annotations %+v", a)
+				}
+			}
+			if tl.OutputSchema != nil {
+				t.Errorf("%s declares an outputSchema", tl.Name)
+			}
+		}
+	}
+}
+
+func TestListTools(t *testing.T) {
+	f := newInvNetBox(t)
+	for _, v := range protocolVersions {
+		cs := connect(t, newBridge(f, false), v, nil)
+		all := call(t, cs, "plugin_list_tools", map[string]any{})
+		tools, _ := all.doc["tools"].([]any)
+		var names []string
+		for _, tl := range tools {
+			names = append(names, tl.(map[string]any)["qualified_name"].(string))
+		}
+		if all.isError || !slices.Equal(names, []string{"inv.create", "inv.peek", "inv.purge", "inv.search"}) {
+			t.Fatalf("%q: %v %+v", v, names, all)
+		}
+		problems, _ := all.doc["problems"].([]any)
+		if len(problems) != 1 || problems[0].(map[string]any)["plugin"] != "broken" || all.doc["schema_version"] != "1" {
+			t.Fatalf("%q: problems %v", v, problems)
+		}
+		first := tools[0].(map[string]any)
+		if first["request_path"] != recordsPath || first["plugin"] != "inv" || first["method"] != "POST" {
+			t.Errorf("%q: descriptor %v", v, first)
+		}
+		if _, has := tools[2].(map[string]any)["outputSchema"]; !has {
+			t.Errorf("%q: outputSchema missing instead of null", v)
+		}
+
+		one := call(t, cs, "plugin_list_tools", map[string]any{"plugin": "inv"})
+		if one.isError || len(one.doc["tools"].([]any)) != 4 || len(one.doc["problems"].([]any)) != 0 {
+			t.Fatalf("%q: list one: %+v", v, one)
+		}
+		wantError(t, call(t, cs, "plugin_list_tools", map[string]any{"plugin": "broken"}), "discovery_failed", false)
+		wantError(t, call(t, cs, "plugin_list_tools", map[string]any{"plugin": "quiet"}), "not_advertised", false)
+		wantError(t, call(t, cs, "plugin_list_tools", map[string]any{"plugin": "gone"}), "plugin_not_found", false)
+		wantError(t, call(t, cs, "plugin_list_tools", map[string]any{"plugin": "Not A Slug"}), "invalid_request", false)
+		wantError(t, call(t, cs, "plugin_list_tools", map[string]any{"plugins": "inv"}), "invalid_request", false)
+	}
+}
+
+// lastQuery is the raw query of the last request for path.
+func lastRequest(t testing.TB, f *fakeNetBox, path string) fakeRequest {
+	t.Helper()
+	log := f.requestLog()
+	for i := len(log) - 1; i >= 0; i-- {
+		if log[i].path == path {
+			return log[i]
+		}
+	}
+	t.Fatalf("no request for %s", path)
+	return fakeRequest{}
+}
+
+func TestReadQueryEncoding(t *testing.T) {
+	f := newInvNetBox(t)
+	cs := connect(t, newBridge(f, false), protocolVersions[0], nil)
+	cases := []struct {
+		args  string
+		query string
+	}{
+		{`{"q": "a b&c=d/é"}`, "q=a+b%26c%3Dd%2F%C3%A9"},
+		{`{"limit": 9223372036854775807}`, "limit=9223372036854775807"},
+		{`{"limit": 7.0}`, "limit=7"},
+		{`{"limit": 2e1}`, "limit=20"},
+		{`{"ratio": 1.5e3}`, "ratio=1.5e3"},
+		{`{"ratio": 0.10}`, "ratio=0.10"},
+		{`{"ratio": 3}`, "ratio=3"},
+		{`{"flag": true}`, "flag=true"},
+		{`{"flag": false}`, "flag=false"},
+		{`{"maybe": null}`, "maybe="},
+		{`{"tags": ["x", "y", "x"]}`, "tags=x&tags=y&tags=x"},
+		{`{"tags": []}`, ""},
+		{`{"ids": [7.0, 8, 9e0]}`, "ids=7&ids=8&ids=9"},
+		{`{"ids": null}`, "ids="},
+		{`{"q": "z", "flag": true, "limit": 1}`, "flag=true&limit=1&q=z"},
+		{`{}`, ""},
+	}
+	for _, c := range cases {
+		var args map[string]any
+		dec := json.NewDecoder(strings.NewReader(c.args))
+		dec.UseNumber() // keep 7.0 and 1.5e3 as the client wrote them
+		if err := dec.Decode(&args); err != nil {
+			t.Fatal(err)
+		}
+		r := callInv(t, cs, "search", args)
+		if r.isError || r.doc["status"] != 200.0 {
+			t.Errorf("%s: %+v", c.args, r)
+			continue
+		}
+		if got := lastRequest(t, f, searchPath).query; got != c.query {
+			t.Errorf("%s: query %q, want %q", c.args, got, c.query)
+		}
+		preview := callInv(t, cs, "search", args, "dry_run", true)
+		if preview.isError || preview.doc["method"] != "GET" || preview.doc["path"] != searchPath || preview.doc["body"] != nil || preview.doc["allowed"] != true {
+			t.Errorf("%s: dry run %+v", c.args, preview)
+		}
+	}
+	preview := callInv(t, cs, "search", map[string]any{"tags": []any{"a"}, "limit": json.Number("7.0"), "maybe": nil, "ids": []any{}}, "dry_run", true)
+	if want := map[string]any{"tags": []any{"a"}, "limit": "7", "maybe": "", "ids": []any{}}; !jsonSame(preview.doc["query"], want) {
+		t.Errorf("dry-run query %v, want %v", preview.doc["query"], want)
+	}
+}
+
+func TestReadResponses(t *testing.T) {
+	f := newInvNetBox(t)
+	elsewhere := newFakeNetBox(t)
+	cs := connect(t, newBridge(f, false), protocolVersions[0], nil)
+	big := `{"count": 1, "pad": "` + strings.Repeat("x", instanceLimits.bytes) + `"}`
+	cases := []struct {
+		name    string
+		status  int
+		body    string
+		headers map[string]string
+		tool    string
+		code    string // "" for success
+		check   func(result) bool
+	}{
+		{"valid body", 200, `{"count": 3, "extra": [1]}`, nil, "search", "", func(r result) bool {
+			return r.doc["body"].(map[string]any)["count"] == 3.0 && r.doc["effect"] == "read" && r.doc["tool"] == "search"
+		}},
+		{"kept headers", 200, `{"count": 0}`, map[string]string{"X-Request-ID": "abc", "ETag": `"v1"`, "Set-Cookie": "s=1", "X-Internal": "no", "Retry-After": "5"}, "search", "", func(r result) bool {
+			return jsonSame(r.doc["headers"], map[string]any{"Content-Type": "application/json", "X-Request-ID": "abc", "ETag": `"v1"`, "Retry-After": "5"})
+		}},
+		{"output schema fails", 200, `{"count": -1}`, nil, "search", "response_invalid", func(r result) bool {
+			return strings.Contains(r.text, "body.count: -1 is less than minimum 0") && r.errorField("body") == nil
+		}},
+		{"not strict JSON", 200, `{"count": 1, "count": 2}`, nil, "search", "response_invalid", nil},
+		{"empty 200", 200, ``, nil, "search", "response_invalid", nil},
+		{"HEAD", 200, ``, nil, "peek", "", func(r result) bool { _, has := r.doc["body"]; return has && r.doc["body"] == nil }},
+		{"204", 204, ``, nil, "search", "", func(r result) bool { return r.doc["body"] == nil && r.doc["status"] == 204.0 }},
+		{"205", 205, ``, nil, "search", "", func(r result) bool { return r.doc["body"] == nil && r.doc["status"] == 205.0 }},
+		{"302", 302, ``, map[string]string{"Location": elsewhere.URL + searchPath}, "search", "response_invalid", func(r result) bool {
+			return r.errorField("status") == 302.0 && strings.Contains(r.text, "redirects are never followed")
+		}},
+		{"oversize, streamed", 200, big, nil, "search", "response_invalid", func(r result) bool { return strings.Contains(r.text, "more than 262144 bytes") }},
+		{"oversize, declared", 200, big, map[string]string{"Content-Length": fmt.Sprint(len(big))}, "search", "response_invalid", func(r result) bool {
+			return strings.Contains(r.text, fmt.Sprintf("Content-Length %d is more than 262144 bytes", len(big)))
+		}},
+		{"502 HTML", 502, `<html><body>Bad Gateway</body></html>`, map[string]string{"Content-Type": "text/html"}, "search", "http_error", func(r result) bool {
+			return r.errorField("status") == 502.0 && r.errorField("body") == nil
+		}},
+		{"403 DRF", 403, `{"detail": "You do not have permission to perform this action."}`, nil, "search", "http_error", func(r result) bool {
+			return r.errorField("status") == 403.0 && strings.Contains(r.text, "You do not have permission") &&
+				jsonSame(r.errorField("body"), map[string]any{"detail": "You do not have permission to perform this action."})
+		}},
+	}
+	for _, c := range cases {
+		f.handle(searchPath, func(w http.ResponseWriter, r *http.Request) {
+			for k, v := range c.headers {
+				w.Header().Set(k, v)
+			}
+			if w.Header().Get("Content-Type") == "" {
+				w.Header().Set("Content-Type", "application/json")
+			}
+			w.WriteHeader(c.status)
+			io.WriteString(w, c.body)
+		})
+		r := callInv(t, cs, c.tool, map[string]any{})
+		switch {
+		case c.code == "" && r.isError, c.code != "" && (r.code() != c.code || r.errorField("dispatched") != true):
+			t.Errorf("%s: want %q, got %+v", c.name, c.code, r)
+		case c.check != nil && !c.check(r):
+			t.Errorf("%s: %+v", c.name, r)
+		}
+	}
+	if elsewhere.totalRequests() != 0 {
+		t.Error("a redirect was followed")
+	}
+}
+
+func TestWriteNeedsTheSwitch(t *testing.T) {
+	f := newInvNetBox(t)
+	off := connect(t, newBridge(f, false), protocolVersions[0], nil)
+	on := connect(t, newBridge(f, true), protocolVersions[0], nil)
+	args := map[string]any{"name": "vm1", "size": json.Number("9223372036854775807")}
+	for _, tool := range []string{"create", "purge"} {
+		in := args
+		if tool == "purge" {
+			in = map[string]any{}
+		}
+		r := callInv(t, off, tool, in)
+		wantError(t, r, "mutations_disabled", false)
+		if !strings.Contains(r.text, "--allow-mutations") {
+			t.Errorf("message does not say how to enable writes: %s", r.text)
+		}
+	}
+	for _, sess := range []*mcp.ClientSession{off, on} {
+		r := callInv(t, sess, "create", args, "dry_run", true)
+		want := sess == on
+		if r.isError || r.doc["dry_run"] != true || r.doc["allowed"] != want || r.doc["method"] != "POST" ||
+			r.doc["path"] != recordsPath || !jsonSame(r.doc["query"], map[string]any{}) || !strings.Contains(r.doc["notice"].(string), "preview") {
+			t.Errorf("dry run (switch %v): %+v", want, r)
+		}
+	}
+	if n := f.requests(recordsPath); n != 0 {
+		t.Fatalf("%d requests reached the target before the switch allowed one", n)
+	}
+	r := callInv(t, on, "create", args)
+	if r.isError || r.doc["status"] != 201.0 || r.doc["effect"] != "write" || !jsonSame(r.doc["headers"], map[string]any{"Content-Type": "application/json", "Location": recordsPath + "7/"}) {
+		t.Fatalf("write: %+v", r)
+	}
+	sent := lastRequest(t, f, recordsPath)
+	if string(sent.body) != `{"name":"vm1","size":9223372036854775807}` || sent.method != "POST" || sent.header.Get("Content-Type") != "application/json" {
+		t.Fatalf("body %s, method %s, content type %q", sent.body, sent.method, sent.header.Get("Content-Type"))
+	}
+}
+
+func TestWriteOutcomes(t *testing.T) {
+	f := newInvNetBox(t)
+	elsewhere := newFakeNetBox(t)
+	cs := connect(t, newBridge(f, true), protocolVersions[0], nil)
+	cases := []struct {
+		name    string
+		handler http.HandlerFunc
+		code    string
+		status  any // JSON number, or nil when there was no response
+		body    any
+	}{
+		{"201 valid", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 201, `{"id": 9}`, false) }, "", 201.0, map[string]any{"id": 9.0}},
+		{"201 not JSON", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 201, `not-json`, false) }, "outcome_unknown", 201.0, nil},
+		{"201 fails outputSchema", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 201, `{"id": 0}`, false) }, "outcome_unknown", 201.0, map[string]any{"id": 0.0}},
+		{"500 JSON", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 500, `{"detail": "boom"}`, false) }, "outcome_unknown", 500.0, map[string]any{"detail": "boom"}},
+		{"400 DRF", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 400, `{"name": ["required"]}`, false) }, "outcome_unknown", 400.0, map[string]any{"name": []any{"required"}}},
+		{"307 elsewhere", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Location", elsewhere.URL+recordsPath)
+			w.WriteHeader(307)
+		}, "outcome_unknown", 307.0, nil},
+		{"connection closed after the request", func(w http.ResponseWriter, r *http.Request) {
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close()
+		}, "outcome_unknown", nil, nil},
+		{"body cut short", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", "100")
+			w.WriteHeader(201)
+			io.WriteString(w, `{"id":`)
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close()
+		}, "outcome_unknown", 201.0, nil},
+	}
+	for _, c := range cases {
+		f.handle(recordsPath, c.handler)
+		r := callInv(t, cs, "create", map[string]any{"name": "x"})
+		if c.code == "" {
+			if r.isError || r.doc["status"] != c.status || !jsonSame(r.doc["body"], c.body) {
+				t.Errorf("%s: %+v", c.name, r)
+			}
+			continue
+		}
+		if r.code() != c.code || r.errorField("dispatched") != true || r.errorField("outcome") != "unknown" ||
+			r.errorField("status") != c.status || !jsonSame(r.errorField("body"), c.body) || !strings.Contains(r.text, "do not retry blindly") {
+			t.Errorf("%s: %+v", c.name, r)
+		}
+	}
+	if elsewhere.totalRequests() != 0 {
+		t.Error("a write was redirected to another host")
+	}
+}
+
+// TestWriteRefusedBeforeSending: a target whose connection is refused is
+// request_failed with dispatched false, because no byte was written.
+func TestWriteRefusedBeforeSending(t *testing.T) {
+	f := newInvNetBox(t)
+	b := newBridge(f, true)
+	closed, _ := net.Listen("tcp", "127.0.0.1:0")
+	refused := closed.Addr().String()
+	closed.Close()
+	var discovered atomic.Int32
+	f.locked(func() {
+		f.before = func(r *http.Request) {
+			if r.Method == http.MethodGet {
+				discovered.Add(1)
+			}
+		}
+	})
+	tr := b.client.http.Transport.(*http.Transport)
+	tr.DisableKeepAlives = true
+	dial := tr.DialContext
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if discovered.Load() >= 2 { // root and manifest are in: the next dial is the target's
+			addr = refused
+		}
+		return dial(ctx, network, addr)
+	}
+	cs := connect(t, b, protocolVersions[0], nil)
+	r := callInv(t, cs, "create", map[string]any{"name": "x"})
+	wantError(t, r, "request_failed", false)
+	if !strings.Contains(r.text, "before anything was sent") || r.errorField("outcome") != nil {
+		t.Fatalf("%+v", r)
+	}
+}
+
+func TestInvalidArgumentsSendNothing(t *testing.T) {
+	f := newInvNetBox(t)
+	cs := connect(t, newBridge(f, true), protocolVersions[0], nil)
+	cases := []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"create", map[string]any{}, `arguments: missing required property "name"`},
+		{"create", map[string]any{"name": "x", "colour": "red"}, "arguments.colour: property is not allowed"},
+		{"create", map[string]any{"name": "x", "kind": "rack"}, `arguments.kind: "rack" is not one of the schema's enum values`},
+		{"create", map[string]any{"name": "x", "at": "2026-02-30T00:00:00Z"}, "arguments.at"},
+		{"create", map[string]any{"name": "x", "size": json.Number("9223372036854775808")}, "arguments.size: 9223372036854775808 is greater than maximum 9223372036854775807"},
+		{"create", map[string]any{"name": "x", "size": json.Number("1.5")}, "arguments.size: expected integer, got number"},
+		{"search", map[string]any{"limit": json.Number("9007199254740993.0")}, "arguments.limit: expected integer, got number"},
+		{"search", map[string]any{"tags": "x"}, "arguments.tags: expected array, got string"},
+	}
+	for _, c := range cases {
+		r := callInv(t, cs, c.tool, c.args)
+		wantError(t, r, "invalid_arguments", false)
+		if !strings.Contains(r.text, c.want) || !strings.Contains(r.text, "correct the call and retry") {
+			t.Errorf("%v: %s, want %q", c.args, r.text, c.want)
+		}
+	}
+	if n := f.requests(recordsPath) + f.requests(searchPath); n != 0 {
+		t.Fatalf("%d target requests for invalid arguments", n)
+	}
+	wantError(t, callInv(t, cs, "nope", map[string]any{}), "tool_not_found", false)
+	r := call(t, cs, "plugin_call_tool", map[string]any{"plugin": "inv", "tool": "create", "arguments": []any{1}})
+	wantError(t, r, "invalid_request", false)
+}
+
+func TestInvalidRequestsSendNothing(t *testing.T) {
+	f := newInvNetBox(t)
+	cs := connect(t, newBridge(f, true), protocolVersions[0], nil)
+	var bad [][]string
+	for _, name := range reservedHeaders {
+		bad = append(bad, []string{strings.ToUpper(name[:1]) + name[1:] + ": x"})
+	}
+	bad = append(bad, []string{"no separator"}, []string{": empty name"}, []string{"Bad Name: x"}, []string{"X-Ok: bad\x01value"},
+		[]string{"X-Ok: line\r\nX-Evil: 1"}, []string{"cookie=a=b"}, make([]string, 101))
+	for _, header := range bad {
+		for _, tool := range []string{"plugin_list_tools", "plugin_call_tool"} {
+			r := call(t, cs, tool, map[string]any{"plugin": "inv", "tool": "search", "header": header})
+			wantError(t, r, "invalid_request", false)
+		}
+	}
+	for _, args := range []map[string]any{
+		{"plugin": "inv", "tool": "search", "token": "abc\ndef"},
+		{"plugin": "inv", "tool": "search", "token": ""},
+		{"plugin": "inv"},
+		{"plugin": "inv", "tool": "search", "dry_run": "yes"},
+		{"plugin": "../etc", "tool": "search"},
+	} {
+		wantError(t, call(t, cs, "plugin_call_tool", args), "invalid_request", false)
+	}
+	if n := f.totalRequests(); n != 0 {
+		t.Fatalf("%d requests made for invalid requests", n)
+	}
+}
+
+func TestPerCallTokensAndHeaders(t *testing.T) {
+	f := newInvNetBox(t)
+	cs := connect(t, newBridge(f, true), protocolVersions[0], nil)
+	for _, c := range []struct{ token, header string }{
+		{"abcdefabcdefabcdefabcdefabcdefabcdefabcd", "Token abcdefabcdefabcdefabcdefabcdefabcdefabcd"},
+		{"nbt_key1.secret1", "Bearer nbt_key1.secret1"},
+	} {
+		f.locked(func() { f.token, f.log = c.header, nil })
+		r := callInv(t, cs, "create", map[string]any{"name": "x"}, "token", c.token, "header", []any{"X-Trace: t1", "X-Tenant=blue"})
+		if r.isError {
+			t.Fatalf("%s: %+v", c.token, r)
+		}
+		log := f.requestLog()
+		if len(log) != 3 {
+			t.Fatalf("%d requests, want root, manifest and target", len(log))
+		}
+		for _, req := range log {
+			if req.header.Get("Authorization") != c.header || req.header.Get("X-Trace") != "t1" || req.header.Get("X-Tenant") != "blue" {
+				t.Errorf("%s %s: headers %v", req.method, req.path, req.header)
+			}
+		}
+		if r := callInv(t, cs, "search", map[string]any{}); r.code() != "discovery_failed" || !strings.Contains(r.text, "HTTP 403") {
+			t.Errorf("the configured token was accepted in place of the per-call one: %+v", r)
+		}
+	}
+}
+
+func TestNoStaleState(t *testing.T) {
+	f := newInvNetBox(t)
+	cs := connect(t, newBridge(f, true), protocolVersions[0], nil)
+	if r := callInv(t, cs, "create", map[string]any{"name": "x"}); r.isError {
+		t.Fatal(r)
+	}
+	f.plugin("inv", func(p *fakePlugin) { p.manifest = manifestJSON("inv", searchTool) })
+	wantError(t, callInv(t, cs, "create", map[string]any{"name": "x"}), "tool_not_found", false)
+	f.plugin("inv", func(p *fakePlugin) { p.root = `{"widgets": "{base}/api/plugins/inv/widgets/"}` })
+	wantError(t, callInv(t, cs, "search", map[string]any{}), "not_advertised", false)
+	if n := f.requests(recordsPath); n != 1 {
+		t.Fatalf("%d writes, want the one before the tool was removed", n)
+	}
+}
+
+func TestConcurrentCalls(t *testing.T) {
+	f := newInvNetBox(t)
+	cs := connect(t, newBridge(f, true), protocolVersions[0], nil)
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for i := range 64 {
+		wg.Go(func() {
+			tool, args := "search", map[string]any{"limit": i + 1}
+			if i%4 == 0 {
+				tool, args = "create", map[string]any{"name": fmt.Sprint("r", i)}
+			}
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "plugin_call_tool",
+				Arguments: map[string]any{"plugin": "inv", "tool": tool, "arguments": args}})
+			if err != nil || res.IsError {
+				errs <- fmt.Errorf("call %d: %v %+v", i, err, res)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := f.requests(recordsPath); n != 16 {
+		t.Errorf("%d writes, want 16", n)
+	}
+}
+
+func TestConfigErrorAnswersEveryCall(t *testing.T) {
+	b := &bridge{cfg: &config{timeout: time.Second}, cfgErr: errors.New("no NetBox URL: set NETBOX_URL")}
+	b.client = newClient(b.cfg)
+	cs := connect(t, b, protocolVersions[0], nil)
+	for tool, args := range map[string]map[string]any{"plugin_list_tools": {}, "plugin_call_tool": {"plugin": "inv", "tool": "search"}} {
+		r := call(t, cs, tool, args)
+		wantError(t, r, "config_error", false)
+		if r.text != "no NetBox URL: set NETBOX_URL" {
+			t.Errorf("%s: %q", tool, r.text)
+		}
+	}
+}
+
+func TestFullScanReportsProgress(t *testing.T) {
+	f := newInvNetBox(t)
+	for i := range 5 {
+		f.addPlugin(fmt.Sprintf("p%d", i), readTool("list"))
+	}
+	var mu sync.Mutex
+	var seen []float64
+	var total float64
+	cs := connect(t, newBridge(f, false), protocolVersions[0], &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen = append(seen, req.Params.Progress)
+			total = req.Params.Total
+		}})
+	params := &mcp.CallToolParams{Name: "plugin_list_tools", Arguments: map[string]any{}}
+	params.SetProgressToken("scan-1")
+	if res, err := cs.CallTool(context.Background(), params); err != nil || res.IsError {
+		t.Fatal(err, res)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		n := len(seen)
+		mu.Unlock()
+		if n == 8 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(seen)
+	if total != 8 || !slices.Equal(seen, []float64{1, 2, 3, 4, 5, 6, 7, 8}) {
+		t.Fatalf("progress %v of %v, want 1..8 of 8", seen, total)
+	}
+}
+
+func TestCancellationStopsRequests(t *testing.T) {
+	f := newInvNetBox(t)
+	entered, stopped := make(chan struct{}), make(chan struct{})
+	f.handle(searchPath, func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		<-r.Context().Done() // the bridge cancelled the request
+		close(stopped)
+	})
+	cs := connect(t, newBridge(f, false), protocolVersions[0], nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "plugin_call_tool",
+			Arguments: map[string]any{"plugin": "inv", "tool": "search"}})
+		done <- err
+	}()
+	<-entered
+	cancel()
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the target request was not cancelled")
+	}
+	if err := <-done; err == nil {
+		t.Fatal("the cancelled call returned no error")
+	}
+}
+
+// TestMalformedLines drives the stdio transport with bytes: a malformed line
+// gets an error reply and the session goes on.
+func TestMalformedLines(t *testing.T) {
+	f := newInvNetBox(t)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	server := newMCPServer(newBridge(f, false), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	go server.Run(context.Background(), &lineTransport{in: inR, out: outW})
+	t.Cleanup(func() { inW.Close() })
+	replies := bufio.NewScanner(outR)
+	replies.Buffer(nil, 1<<20)
+	send := func(line string) map[string]any {
+		t.Helper()
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		if !replies.Scan() {
+			t.Fatalf("no reply to %q: %v", line, replies.Err())
+		}
+		var msg map[string]any
+		if err := json.Unmarshal(replies.Bytes(), &msg); err != nil {
+			t.Fatalf("reply %s: %v", replies.Bytes(), err)
+		}
+		return msg
+	}
+	wantCode := func(msg map[string]any, code float64, id any) {
+		t.Helper()
+		e, _ := msg["error"].(map[string]any)
+		if e["code"] != code || msg["id"] != id || msg["jsonrpc"] != "2.0" {
+			t.Fatalf("got %v, want code %v id %v", msg, code, id)
+		}
+	}
+	wantCode(send(`garbage{`), -32700, nil)
+	wantCode(send(`{"jsonrpc": "2.0", "id": 1, "method": `), -32700, nil)
+	wantCode(send(`{"id": 7, "hello": "world"}`), -32600, 7.0)
+	wantCode(send(`[{"jsonrpc": "2.0", "id": 8, "method": "ping"}]`), -32600, nil)
+	init := send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if res, _ := init["result"].(map[string]any); init["id"] != 1.0 || res["protocolVersion"] != "2025-11-25" {
+		t.Fatalf("initialize: %v", init)
+	}
+	io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	wantCode(send("\x00\xff"), -32700, nil)
+	list := send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	if res, _ := list["result"].(map[string]any); list["id"] != 2.0 || len(res["tools"].([]any)) != 2 {
+		t.Fatalf("tools/list after malformed lines: %v", list)
+	}
+}
+
+// BenchmarkCallToolRead is one plugin_call_tool read through an in-memory
+// MCP session against a NetBox with 10 ms of latency per request; SPEC §10
+// wants 2 round trips (discovery 1, dispatch 1).
+func BenchmarkCallToolRead(b *testing.B) {
+	const latency = 10 * time.Millisecond
+	f := newInvNetBox(b)
+	f.locked(func() { f.latency = latency })
+	cs := connect(b, newBridge(f, false), protocolVersions[0], nil)
+	args := map[string]any{"plugin": "inv", "tool": "search", "arguments": map[string]any{"q": "x", "limit": 5}}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "plugin_call_tool", Arguments: args})
+		if err != nil || res.IsError {
+			b.Fatal(err, res)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed())/float64(b.N)/float64(latency), "round-trips/op")
+}
+
+// TestHostileNetBox drives plugin_call_tool against a NetBox that misbehaves
+// on purpose. Mutations are off: no case may reach the write target. Each
+// case is bounded in time, and in memory by what the whole process
+// allocated during it (an upper bound of the peak).
+func TestHostileNetBox(t *testing.T) {
+	var gzipMember bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&gzipMember, gzip.BestCompression)
+	zw.Write(make([]byte, 1<<20))
+	zw.Close()
+	filler := bytes.Repeat([]byte("[0],"), 4<<10)
+	serveRaw := func(body func(w http.ResponseWriter)) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) { body(w) }
+	}
+	manifest := func(f *fakeNetBox, h http.HandlerFunc) { f.handle("/api/plugins/inv/mcp/", h) }
+	target := func(f *fakeNetBox, h http.HandlerFunc) { f.handle(searchPath, h) }
+	cases := []struct {
+		name  string
+		setup func(f *fakeNetBox, other *fakeNetBox)
+		tool  string
+		code  string
+		want  string
+	}{
+		{"manifest link to another origin", func(f, other *fakeNetBox) {
+			f.plugin("inv", func(p *fakePlugin) {
+				p.root = `{"mcp": {"schema_version": "1", "manifest": "` + other.URL + `/api/plugins/inv/mcp/"}}`
+			})
+		}, "create", "discovery_failed", "X-Forwarded-Proto"},
+		{"manifest outside the namespace", func(f, _ *fakeNetBox) {
+			f.plugin("inv", func(p *fakePlugin) {
+				p.root = `{"mcp": {"schema_version": "1", "manifest": "/api/plugins/other/mcp/"}}`
+			})
+		}, "search", "discovery_failed", "is not /api/plugins/inv/mcp/"},
+		{"manifest of another plugin", func(f, _ *fakeNetBox) {
+			f.plugin("inv", func(p *fakePlugin) { p.manifest = manifestJSON("other", searchTool) })
+		}, "search", "discovery_failed", `declares plugin "other"`},
+		{"4 GiB Content-Length", func(f, _ *fakeNetBox) {
+			target(f, serveRaw(func(w http.ResponseWriter) {
+				w.Header().Set("Content-Length", strconv.FormatInt(4<<30, 10))
+				for range 1 << 16 {
+					if _, err := w.Write(filler); err != nil {
+						return
+					}
+				}
+			}))
+		}, "search", "response_invalid", "Content-Length 4294967296"},
+		{"1 GiB gzip bomb", func(f, _ *fakeNetBox) {
+			target(f, serveRaw(func(w http.ResponseWriter) {
+				w.Header().Set("Content-Encoding", "gzip")
+				for range 1024 {
+					if _, err := w.Write(gzipMember.Bytes()); err != nil {
+						return
+					}
+				}
+			}))
+		}, "search", "response_invalid", "more than 262144 bytes"},
+		{"endless chunked manifest", func(f, _ *fakeNetBox) {
+			manifest(f, serveRaw(func(w http.ResponseWriter) {
+				for range 1 << 20 {
+					if _, err := w.Write(filler); err != nil {
+						return
+					}
+				}
+			}))
+		}, "search", "discovery_failed", "more than 262144 bytes"},
+		{"stalled body", func(f, _ *fakeNetBox) {
+			target(f, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Length", "100")
+				io.WriteString(w, `{"count":`)
+				w.(http.Flusher).Flush()
+				<-r.Context().Done()
+			})
+		}, "search", "response_invalid", "timed out after 1s"},
+		{"10,000-deep array", func(f, _ *fakeNetBox) {
+			target(f, serveRaw(func(w http.ResponseWriter) {
+				io.WriteString(w, `{"count": 1, "x": `+strings.Repeat("[", 10000)+strings.Repeat("]", 10000)+"}")
+			}))
+		}, "search", "response_invalid", "nesting deeper than 32"},
+		{"100,000 tiny values", func(f, _ *fakeNetBox) {
+			manifest(f, serveRaw(func(w http.ResponseWriter) {
+				io.WriteString(w, "["+strings.Repeat("0,", 99999)+"0]")
+			}))
+		}, "search", "discovery_failed", "more than 12000 values"},
+		{"duplicate keys", func(f, _ *fakeNetBox) {
+			target(f, serveRaw(func(w http.ResponseWriter) { io.WriteString(w, `{"count": 1, "count": 1000}`) }))
+		}, "search", "response_invalid", `duplicate key "count"`},
+		{"5,000-digit number", func(f, _ *fakeNetBox) {
+			target(f, serveRaw(func(w http.ResponseWriter) { io.WriteString(w, `{"count": `+strings.Repeat("9", 5000)+`}`) }))
+		}, "search", "response_invalid", "number token longer than 1000 characters"},
+		{"invalid UTF-8", func(f, _ *fakeNetBox) {
+			target(f, serveRaw(func(w http.ResponseWriter) { io.WriteString(w, "{\"count\": 1, \"x\": \"\xc3\x28\"}") }))
+		}, "search", "response_invalid", "invalid UTF-8"},
+		{"redirected read", func(f, other *fakeNetBox) {
+			target(f, func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, other.URL+searchPath, http.StatusFound)
+			})
+		}, "search", "response_invalid", "redirects are never followed"},
+		{"redirected manifest", func(f, other *fakeNetBox) {
+			manifest(f, func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, other.URL+"/api/plugins/inv/mcp/", http.StatusTemporaryRedirect)
+			})
+		}, "create", "discovery_failed", "redirects are never followed"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f, other := newInvNetBox(t), newFakeNetBox(t)
+			other.addPlugin("inv", createTool, searchTool)
+			var writes atomic.Int32
+			f.handle(recordsPath, func(w http.ResponseWriter, r *http.Request) { writes.Add(1) })
+			c.setup(f, other)
+			b := newBridge(f, false)
+			b.client.timeout = time.Second
+			cs := connect(t, b, protocolVersions[0], nil)
+			start := time.Now()
+			args := map[string]any{}
+			if c.tool == "create" {
+				args["name"] = "x"
+			}
+			var r result
+			alloc := allocatedDuring(func() { r = callInv(t, cs, c.tool, args) })
+			if elapsed := time.Since(start); elapsed > 10*time.Second {
+				t.Errorf("took %v", elapsed)
+			}
+			if r.code() != c.code || !strings.Contains(r.text, c.want) {
+				t.Errorf("got %s: %s; want %s containing %q", r.code(), r.text, c.code, c.want)
+			}
+			if alloc > 32<<20 {
+				t.Errorf("allocated %d MiB", alloc>>20)
+			}
+			if writes.Load() != 0 || other.totalRequests() != 0 {
+				t.Errorf("%d writes dispatched, %d requests to the other host", writes.Load(), other.totalRequests())
+			}
+			t.Logf("hostile: %s: %s, %d KiB allocated", c.name, c.code, alloc>>10)
+		})
+	}
+}
