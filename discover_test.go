@@ -1366,7 +1366,7 @@ func TestScanDepthAndValueLimits(t *testing.T) {
 		{name: "root 12001 values", root: rootWithValues(t, 12001), problem: "more than 12000 values"},
 		// A valid manifest cannot nest 24 deep (schemas stop at 16): at 24 the
 		// decoder passes it to the schema rule, at 25 it stops it itself.
-		{name: "manifest depth 24", manifest: manifestWithDepth(24), problem: "schema nests 21 deep, more than 16"},
+		{name: "manifest depth 24", manifest: manifestWithDepth(24), problem: "nesting deeper than 16"},
 		{name: "manifest depth 25", manifest: manifestWithDepth(25), problem: "nesting deeper than 24"},
 		{name: "manifest 12000 values", manifest: manifestWithValues(t, "a", 12000)},
 		{name: "manifest 12001 values", manifest: manifestWithValues(t, "a", 12001), problem: "more than 12000 values"},

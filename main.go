@@ -126,21 +126,26 @@ func versionLine() string {
 var errUsage = errors.New("usage")
 
 // parseFlags parses flags that may come before or after positional
-// arguments, and returns the positional ones.
-func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, error) {
+// arguments and returns those, at most maxArgs of them. It reports usage
+// errors itself.
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer, maxArgs int) ([]string, bool) {
 	fs.SetOutput(io.Discard)
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			fmt.Fprintf(stderr, "netbox-plugin-bridge %s: %v; run 'netbox-plugin-bridge help'\n", fs.Name(), err)
-			return nil, errUsage
+			return nil, false
 		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return positional, nil
+		if args = fs.Args(); len(args) == 0 {
+			break
 		}
 		positional, args = append(positional, args[0]), args[1:]
 	}
+	if len(positional) > maxArgs {
+		fmt.Fprintf(stderr, "netbox-plugin-bridge %s: unexpected argument %q; run 'netbox-plugin-bridge help'\n", fs.Name(), positional[maxArgs])
+		return nil, false
+	}
+	return positional, true
 }
 
 // runCheck is the offline contract check for plugin authors.
@@ -150,8 +155,8 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	arguments := fs.String("arguments", "", "arguments as JSON, or @FILE")
 	response := fs.String("response", "", "file holding a response body")
 	asJSON := fs.Bool("json", false, "print the verdict as JSON")
-	files, err := parseFlags(fs, args, stderr)
-	if err != nil {
+	files, ok := parseFlags(fs, args, stderr, 1)
+	if !ok {
 		return exitUsage
 	}
 	fail := func(format string, a ...any) int {
@@ -164,24 +169,21 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	case *toolName == "" && (*arguments != "" || *response != ""):
 		return fail("--arguments and --response need --tool")
 	}
-	data, err := os.ReadFile(files[0])
-	if err != nil {
-		return fail("cannot read the manifest: %v", err)
-	}
-	var args2, body []byte
-	if strings.HasPrefix(*arguments, "@") {
-		if args2, err = os.ReadFile((*arguments)[1:]); err != nil {
-			return fail("cannot read the arguments: %v", err)
-		}
-	} else if *arguments != "" {
-		args2 = []byte(*arguments)
-	}
-	if *response != "" {
-		if body, err = os.ReadFile(*response); err != nil {
-			return fail("cannot read the response: %v", err)
+	var docs [3][]byte // manifest, arguments, response
+	for i, name := range []string{"@" + files[0], *arguments, "@" + *response} {
+		switch {
+		case name == "@":
+		case strings.HasPrefix(name, "@"):
+			data, err := os.ReadFile(name[1:])
+			if err != nil {
+				return fail("cannot read %v", err)
+			}
+			docs[i] = data
+		case name != "":
+			docs[i] = []byte(name)
 		}
 	}
-	ps := checkDocuments(data, *toolName, args2, body)
+	ps := checkDocuments(docs[0], *toolName, docs[1], docs[2])
 	if *asJSON {
 		out, _ := json.MarshalIndent(struct {
 			Valid    bool     `json:"valid"`
@@ -510,12 +512,7 @@ func runServe(args []string, stdin io.ReadCloser, stdout, stderr io.Writer, env 
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var f commonFlags
 	f.register(fs)
-	rest, err := parseFlags(fs, args, stderr)
-	if err != nil {
-		return exitUsage
-	}
-	if len(rest) > 0 {
-		fmt.Fprintf(stderr, "netbox-plugin-bridge serve: unexpected argument %q; run 'netbox-plugin-bridge help'\n", rest[0])
+	if _, ok := parseFlags(fs, args, stderr, 0); !ok {
 		return exitUsage
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
@@ -536,7 +533,7 @@ func runServe(args []string, stdin io.ReadCloser, stdout, stderr io.Writer, env 
 	sdkLogger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	err = newMCPServer(b, sdkLogger).Run(ctx, &lineTransport{in: stdin, out: stdout})
+	err = serveStdio(ctx, newMCPServer(b, sdkLogger), stdin, stdout)
 	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 		logger.Error("the MCP session ended", "error", err)
 		return exitInvalid
@@ -552,12 +549,7 @@ func runScan(args []string, stdout, stderr io.Writer, env environment) int {
 	f.register(fs)
 	plugin := fs.String("plugin", "", "discover only this plugin")
 	asJSON := fs.Bool("json", false, "print the plugin_list_tools result document")
-	rest, err := parseFlags(fs, args, stderr)
-	if err != nil {
-		return exitUsage
-	}
-	if len(rest) > 0 {
-		fmt.Fprintf(stderr, "netbox-plugin-bridge scan: unexpected argument %q; run 'netbox-plugin-bridge help'\n", rest[0])
+	if _, ok := parseFlags(fs, args, stderr, 0); !ok {
 		return exitUsage
 	}
 	cfg, stop, err := startConfig(f, env)
@@ -638,74 +630,15 @@ const demoToken = "0123456789abcdef0123456789abcdef01234567"
 
 // demoManifest is the example plugin's manifest: one read tool with query
 // arguments and an outputSchema, one write tool with a body.
-const demoManifest = `{
-  "schema_version": "1",
-  "plugin": "example",
-  "tools": [
-    {
-      "name": "list_reports",
-      "title": "List inventory reports",
-      "description": "List the inventory reports visible to the current NetBox principal, newest first.",
-      "method": "GET",
-      "path": "reports/",
-      "effect": "read",
-      "inputSchema": {
-        "type": "object",
-        "properties": {
-          "status": {"type": "string", "enum": ["queued", "done", "failed"]},
-          "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20},
-          "site": {"type": "array", "items": {"type": "string", "maxLength": 100}, "maxItems": 10, "uniqueItems": true},
-          "since": {"type": "string", "format": "date-time"}
-        },
-        "additionalProperties": false
-      },
-      "outputSchema": {
-        "type": "object",
-        "properties": {
-          "count": {"type": "integer", "minimum": 0},
-          "results": {"type": "array", "items": {
-            "type": "object",
-            "properties": {
-              "id": {"type": "integer", "minimum": 1},
-              "site": {"type": "string"},
-              "status": {"type": "string", "enum": ["queued", "done", "failed"]},
-              "created": {"type": "string", "format": "date-time"}
-            },
-            "required": ["id", "site", "status", "created"],
-            "additionalProperties": false
-          }}
-        },
-        "required": ["count", "results"],
-        "additionalProperties": false
-      },
-      "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false}
-    },
-    {
-      "name": "run_report",
-      "title": "Run an inventory report",
-      "description": "Queue an inventory report for one site, or for every site when site is omitted.",
-      "method": "POST",
-      "path": "reports/run/",
-      "effect": "write",
-      "inputSchema": {
-        "type": "object",
-        "properties": {
-          "site": {"type": "string", "minLength": 1, "maxLength": 100},
-          "scope": {"type": "string", "enum": ["active", "all"]}
-        },
-        "required": ["scope"],
-        "additionalProperties": false
-      },
-      "outputSchema": {
-        "type": "object",
-        "properties": {"id": {"type": "integer", "minimum": 1}, "status": {"const": "queued"}},
-        "required": ["id", "status"],
-        "additionalProperties": false
-      },
-      "annotations": {"readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": false}
-    }
-  ]
-}`
+const demoManifest = `{"schema_version": "1", "plugin": "example", "tools": [
+  {"name": "list_reports", "title": "List inventory reports", "description": "List the inventory reports visible to the current NetBox principal, newest first.", "method": "GET", "path": "reports/", "effect": "read",
+   "inputSchema": {"type": "object", "properties": {"status": {"type": "string", "enum": ["queued", "done", "failed"]}, "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20}, "site": {"type": "array", "items": {"type": "string", "maxLength": 100}, "maxItems": 10, "uniqueItems": true}, "since": {"type": "string", "format": "date-time"}}, "additionalProperties": false},
+   "outputSchema": {"type": "object", "properties": {"count": {"type": "integer", "minimum": 0}, "results": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "integer", "minimum": 1}, "site": {"type": "string"}, "status": {"type": "string", "enum": ["queued", "done", "failed"]}, "created": {"type": "string", "format": "date-time"}}, "required": ["id", "site", "status", "created"], "additionalProperties": false}}}, "required": ["count", "results"], "additionalProperties": false},
+   "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false}},
+  {"name": "run_report", "title": "Run an inventory report", "description": "Queue an inventory report for one site, or for every site when site is omitted.", "method": "POST", "path": "reports/run/", "effect": "write",
+   "inputSchema": {"type": "object", "properties": {"site": {"type": "string", "minLength": 1, "maxLength": 100}, "scope": {"type": "string", "enum": ["active", "all"]}}, "required": ["scope"], "additionalProperties": false},
+   "outputSchema": {"type": "object", "properties": {"id": {"type": "integer", "minimum": 1}, "status": {"const": "queued"}}, "required": ["id", "status"], "additionalProperties": false},
+   "annotations": {"readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": false}}]}`
 
 // demoBrokenManifest breaks a SPEC §4 rule: methods are upper case.
 const demoBrokenManifest = `{"schema_version": "1", "plugin": "broken", "tools": [{"name": "purge", "title": "Purge",

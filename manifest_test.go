@@ -66,7 +66,7 @@ var badManifests = map[string]struct{ location, message string }{
 	"get-array-or-string":       {"tools[0].inputSchema.properties.mixed", "a GET input property must declare scalar types"},
 	"output-pattern":            {"tools[0].outputSchema.properties.name.pattern", `keyword "pattern"`},
 	"output-not-schema":         {"tools[1].outputSchema", "a schema must be an object or a boolean"},
-	"schema-too-deep":           {"tools[1].inputSchema", "more than 16"},
+	"schema-too-deep":           {"tools[1].inputSchema", "nesting deeper than 16"},
 	"schema-too-many-values":    {"tools[1].inputSchema", "more than 2048"},
 	"meta-negative-count":       {"tools[1].inputSchema.properties.scope.minLength", "must be a non-negative integer"},
 	"meta-fractional-count":     {"tools[1].inputSchema.properties.scope.maxLength", "must be a non-negative integer"},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"math"
 	"math/big"
 	"slices"
 	"strconv"
@@ -30,7 +31,7 @@ var (
 const numberTokenLimit = 1000
 
 // maxSafeInteger is the largest integral float token that counts as an integer.
-var maxSafeInteger = mustDecimal("9007199254740991")
+var maxSafeInteger = big.NewInt(1<<53 - 1)
 
 // kind is the JSON type of a decoded value.
 type kind uint8
@@ -181,24 +182,18 @@ func (s *scanner) more(end byte, first bool) (bool, error) {
 	return true, nil
 }
 
-// key reads an object key and the colon after it.
-func (s *scanner) key() (string, error) {
-	if s.peek() != '"' {
-		return "", s.errorf("expected a string key")
-	}
-	raw, esc, _, err := s.str()
-	if err != nil {
-		return "", err
-	}
-	if s.peek() != ':' {
-		return "", s.errorf("expected ':' after object key")
-	}
-	s.pos++
+// key reads a checked object key and the colon after it. Keys repeat in a
+// document ("type", "properties", …), so they are interned.
+func (s *scanner) key() string {
+	s.peek()
+	raw, esc, _, _ := s.str()
+	s.peek()
+	s.pos++ // the colon
 	if esc {
-		return s.unescape(raw), nil
+		return s.unescape(raw)
 	}
 	if k, ok := s.keys[string(raw)]; ok {
-		return k, nil // documents repeat their keys: "type", "properties", …
+		return k
 	}
 	if s.keys == nil {
 		s.keys = make(map[string]string)
@@ -207,7 +202,7 @@ func (s *scanner) key() (string, error) {
 	if len(s.keys) < 1024 {
 		s.keys[k] = k
 	}
-	return k, nil
+	return k
 }
 
 // literal consumes true, false or null.
@@ -295,24 +290,11 @@ func (s *scanner) escape(i int) (int, error) {
 }
 
 func hex4(b []byte) (rune, bool) {
-	if len(b) < 4 {
+	if len(b) < 4 || b[0] == '+' || b[0] == '-' {
 		return 0, false
 	}
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
+	r, err := strconv.ParseUint(string(b[:4]), 16, 32)
+	return rune(r), err == nil
 }
 
 // unescape decodes raw string bytes that str has already checked.
@@ -415,130 +397,79 @@ func (s *scanner) number() (tok []byte, plain bool, err error) {
 	switch {
 	case f > 1.7976931348623157e308 || f < -1.7976931348623157e308:
 		return nil, false, s.errorf("number outside the double range")
-	case f == 0 && !isZeroToken(tok):
+	case f == 0 && len(bytes.Trim(mantissa(tok), "-0.")) > 0:
 		return nil, false, s.errorf("number underflows the double range")
 	}
 	s.pos = i
 	return tok, plain, nil
 }
 
-// isZeroToken reports whether a number token has no non-zero significand digit.
-func isZeroToken(tok []byte) bool {
-	for _, c := range tok {
-		if c == 'e' || c == 'E' {
-			break
-		}
-		if '1' <= c && c <= '9' {
-			return false
-		}
+// mantissa is a number token without its exponent.
+func mantissa(tok []byte) []byte {
+	if i := bytes.IndexAny(tok, "eE"); i >= 0 {
+		return tok[:i]
 	}
-	return true
+	return tok
 }
 
-// decode reads one strict JSON document into a value tree.
+// decode reads one strict JSON document into a value tree. The validator's
+// strict pass checks it first, so building the tree needs no checks.
 func decode(data []byte, lim limits) (value, error) {
-	s, err := newScanner(data, lim)
-	if err != nil {
+	if err := (*schema)(nil).validateBytes(data, lim, ""); err != nil {
 		return value{}, err
 	}
-	v, err := s.value()
-	if err == nil {
-		err = s.finish()
-	}
-	return v, err
+	s := scanner{data: data}
+	return s.build(), nil
 }
 
-func (s *scanner) value() (value, error) {
-	if err := s.count(); err != nil {
-		return value{}, err
-	}
+// build reads a value that validate has accepted. Containers collect their
+// children on stacks shared by every level and are copied out once, at
+// their exact size.
+func (s *scanner) build() value {
 	switch c := s.peek(); c {
 	case '{':
-		if err := s.open(); err != nil {
-			return value{}, err
-		}
-		// Members collect on a stack shared by every level and are copied
-		// out once, at their exact size.
+		s.pos++
 		mark := len(s.members)
-		defer func() { s.members = s.members[:mark] }()
-		var seen map[string]bool
-		for first := true; ; first = false {
-			more, err := s.more('}', first)
-			if err != nil {
-				return value{}, err
+		for s.peek() != '}' {
+			if s.data[s.pos] == ',' {
+				s.pos++
 			}
-			if !more {
-				return value{kind: kindObject, obj: slices.Clone(s.members[mark:len(s.members):len(s.members)])}, nil
-			}
-			at := s.pos
-			k, err := s.key()
-			if err != nil {
-				return value{}, err
-			}
-			mine := s.members[mark:]
-			if seen == nil && len(mine) >= 8 {
-				seen = make(map[string]bool, 16)
-				for _, m := range mine {
-					seen[m.key] = true
-				}
-			}
-			dup := false
-			if seen != nil {
-				dup, seen[k] = seen[k], true
-			} else {
-				dup = slices.ContainsFunc(mine, func(m member) bool { return m.key == k })
-			}
-			if dup {
-				s.pos = at
-				return value{}, s.errorf("duplicate key %s", quote(k))
-			}
-			m, err := s.value()
-			if err != nil {
-				return value{}, err
-			}
+			k := s.key()
+			m := s.build()
 			s.members = append(s.members, member{k, m})
 		}
+		s.pos++
+		v := value{kind: kindObject, obj: slices.Clone(s.members[mark:len(s.members):len(s.members)])}
+		s.members = s.members[:mark]
+		return v
 	case '[':
-		if err := s.open(); err != nil {
-			return value{}, err
-		}
+		s.pos++
 		mark := len(s.elements)
-		defer func() { s.elements = s.elements[:mark] }()
-		for first := true; ; first = false {
-			more, err := s.more(']', first)
-			if err != nil {
-				return value{}, err
+		for s.peek() != ']' {
+			if s.data[s.pos] == ',' {
+				s.pos++
 			}
-			if !more {
-				return value{kind: kindArray, arr: slices.Clone(s.elements[mark:len(s.elements):len(s.elements)])}, nil
-			}
-			e, err := s.value()
-			if err != nil {
-				return value{}, err
-			}
-			s.elements = append(s.elements, e)
+			s.elements = append(s.elements, s.build())
 		}
+		s.pos++
+		v := value{kind: kindArray, arr: slices.Clone(s.elements[mark:len(s.elements):len(s.elements)])}
+		s.elements = s.elements[:mark]
+		return v
 	case '"':
-		raw, esc, _, err := s.str()
-		if err != nil {
-			return value{}, err
-		}
+		raw, esc, _, _ := s.str()
 		if esc {
-			return value{kind: kindString, s: s.unescape(raw)}, nil
+			return value{kind: kindString, s: s.unescape(raw)}
 		}
-		return value{kind: kindString, s: string(raw)}, nil
+		return value{kind: kindString, s: string(raw)}
 	case 't', 'f', 'n':
-		k, b, err := s.literal()
-		return value{kind: k, b: b}, err
-	case 0:
-		if s.pos == len(s.data) {
-			return value{}, s.errorf("unexpected end of input")
-		}
-		return value{}, s.errorf("invalid value")
-	default:
-		tok, _, err := s.number()
-		return value{kind: kindNumber, s: string(tok)}, err
+		k, b, _ := s.literal()
+		return value{kind: k, b: b}
 	}
+	start := s.pos
+	for s.pos < len(s.data) && strings.IndexByte("+-.0123456789eE", s.data[s.pos]) >= 0 {
+		s.pos++
+	}
+	return value{kind: kindNumber, s: string(s.data[start:s.pos])}
 }
 
 // appendJSON appends the compact encoding of v. Number tokens are copied as
@@ -594,45 +525,6 @@ func appendString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// encodedSize is len(encode(v)), without the encoding.
-func encodedSize(v value) int {
-	switch v.kind {
-	case kindNull:
-		return 4
-	case kindBool:
-		if v.b {
-			return 4
-		}
-		return 5
-	case kindNumber:
-		return len(v.s)
-	case kindString:
-		return stringSize(v.s)
-	}
-	n := 2 + max(len(v.arr), len(v.obj)) - 1 // brackets and commas
-	for _, e := range v.arr {
-		n += encodedSize(e)
-	}
-	for _, m := range v.obj {
-		n += stringSize(m.key) + 1 + encodedSize(m.val)
-	}
-	return max(n, 2)
-}
-
-// stringSize is the length of appendString's encoding of s.
-func stringSize(s string) int {
-	n := len(s) + 2
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"' || c == '\\' || c == '\n':
-			n++
-		case c < 0x20:
-			n += 5
-		}
-	}
-	return n
-}
-
 // encode returns the compact encoding of v.
 func encode(v value) []byte { return appendJSON(nil, v) }
 
@@ -648,145 +540,25 @@ func quote(s string) string {
 	return strconv.Quote(s)
 }
 
-// ---- exact decimals ----
+// ---- exact numbers ----
 
-// decimal is an exact number: ±0.digits × 10^exp, digits without leading or
-// trailing zeros ("" for zero).
-type decimal struct {
-	neg    bool
-	digits string
-	exp    int
+// exact is the exact value of a checked number token. Tokens are short and
+// within the double range, so the arithmetic on them stays cheap (SPEC §5).
+func exact(tok string) *big.Rat {
+	if r, ok := new(big.Rat).SetString(tok); ok {
+		return r
+	}
+	return new(big.Rat) // SetString refuses exponents past 1e6: only zeros get that far
 }
 
-// parseDecimal converts a checked number token into a decimal.
-func parseDecimal(tok string) decimal {
-	var d decimal
-	if tok[0] == '-' {
-		d.neg = true
-		tok = tok[1:]
-	}
-	mant, e := tok, 0
-	if i := strings.IndexAny(tok, "eE"); i >= 0 {
-		mant = tok[:i]
-		// Tokens are short and their values finite, so clamping the exponent
-		// changes nothing but a zero mantissa's exponent.
-		x, err := strconv.Atoi(strings.TrimPrefix(tok[i+1:], "+"))
-		if err != nil || x > 100000 || x < -100000 {
-			x = max(-100000, min(100000, x)) // Atoi saturates on overflow
-		}
-		e = x
-	}
-	intPart, frac := mant, ""
-	if i := strings.IndexByte(mant, '.'); i >= 0 {
-		intPart, frac = mant[:i], mant[i+1:]
-	}
-	var digits string
-	if frac == "" || strings.Trim(frac, "0") == "" {
-		digits = intPart
-	} else if strings.Trim(intPart, "0") == "" {
-		digits = frac
-	} else {
-		digits = intPart + frac
-	}
-	lead := len(digits) - len(strings.TrimLeft(digits, "0"))
-	digits = strings.TrimRight(digits[lead:], "0")
-	if digits == "" {
-		return decimal{}
-	}
-	if frac != "" && strings.Trim(frac, "0") != "" && strings.Trim(intPart, "0") == "" {
-		d.exp = -lead + e // digits came from the fraction
-	} else {
-		d.exp = len(intPart) - lead + e
-	}
-	d.digits = digits
-	return d
-}
-
-func mustDecimal(s string) decimal { return parseDecimal(s) }
-
-func (d decimal) sign() int {
-	switch {
-	case d.digits == "":
-		return 0
-	case d.neg:
-		return -1
-	}
-	return 1
-}
-
-// cmp compares two decimals exactly.
-func (a decimal) cmp(b decimal) int {
-	sa, sb := a.sign(), b.sign()
-	if sa != sb || sa == 0 {
-		return sa - sb
-	}
-	m := 0
-	switch {
-	case a.exp != b.exp:
-		m = a.exp - b.exp
-	default:
-		m = strings.Compare(a.digits, b.digits)
-	}
-	if m > 0 {
-		m = 1
-	} else if m < 0 {
-		m = -1
-	}
-	return sa * m
-}
-
-// integral reports whether d has no fractional part.
-func (d decimal) integral() bool { return len(d.digits) <= d.exp }
-
-// multipleOf reports whether d is an integer multiple of m (m > 0).
-func (d decimal) multipleOf(m decimal) bool {
-	if d.digits == "" {
-		return true
-	}
-	a, _ := new(big.Int).SetString(d.digits, 10)
-	b, _ := new(big.Int).SetString(m.digits, 10)
-	// d = a·10^ea, m = b·10^eb with ea, eb the exponents of the last digits.
-	k := (d.exp - len(d.digits)) - (m.exp - len(m.digits))
-	ten := big.NewInt(10)
-	if k >= 0 {
-		a.Mul(a, new(big.Int).Exp(ten, big.NewInt(int64(k)), nil))
-	} else {
-		b.Mul(b, new(big.Int).Exp(ten, big.NewInt(int64(-k)), nil))
-	}
-	return new(big.Int).Rem(a, b).Sign() == 0
-}
-
-// canonical renders d so that equal numbers render equally.
-func (d decimal) canonical() string {
-	if d.digits == "" {
-		return "0"
-	}
-	sign := ""
-	if d.neg {
-		sign = "-"
-	}
-	return sign + "0." + d.digits + "e" + strconv.Itoa(d.exp)
-}
-
-// integerText renders an integral decimal as plain digits.
-func (d decimal) integerText() string {
-	if d.digits == "" {
-		return "0"
-	}
-	sign := ""
-	if d.neg {
-		sign = "-"
-	}
-	return sign + d.digits + strings.Repeat("0", d.exp-len(d.digits))
-}
-
-// isInteger applies the SPEC §5 integer rule to a number token.
+// isInteger applies the SPEC §5 integer rule to a number token: integer
+// tokens always, other tokens when integral and within ±9007199254740991.
 func isInteger(tok string, plain bool) bool {
 	if plain {
 		return true
 	}
-	d := parseDecimal(tok)
-	return d.integral() && (decimal{digits: d.digits, exp: d.exp}).cmp(maxSafeInteger) <= 0
+	r := exact(tok)
+	return r.IsInt() && r.Num().CmpAbs(maxSafeInteger) <= 0
 }
 
 // equal is JSON equality: numbers by exact value, objects regardless of order.
@@ -800,7 +572,7 @@ func equal(a, b value) bool {
 	case kindBool:
 		return a.b == b.b
 	case kindNumber:
-		return a.s == b.s || parseDecimal(a.s).cmp(parseDecimal(b.s)) == 0
+		return a.s == b.s || exact(a.s).Cmp(exact(b.s)) == 0
 	case kindString:
 		return a.s == b.s
 	case kindArray:
@@ -875,7 +647,7 @@ type property struct {
 
 // bound is a numeric keyword value, with a fast path for int64 values.
 type bound struct {
-	dec   decimal
+	rat   *big.Rat
 	text  string
 	i64   int64
 	isI64 bool
@@ -930,35 +702,37 @@ func child(loc, key string) string {
 
 func index(loc string, i int) string { return loc + "[" + strconv.Itoa(i) + "]" }
 
-// compileSchema compiles v, found at loc, after checking the per-schema bounds.
+// compileSchema compiles v, found at loc, after checking the per-schema
+// bounds on its compact encoding.
 func compileSchema(v value, loc string) (*schema, error) {
-	if n := encodedSize(v); n > schemaLimits.bytes {
-		return nil, &problem{loc, fmt.Sprintf("schema is %d bytes, more than %d", n, schemaLimits.bytes)}
+	sc, err := newScanner(encode(v), schemaLimits)
+	if err == nil {
+		err = sc.validate(nil, "")
 	}
-	if depth, values := measure(v); depth > schemaLimits.depth {
-		return nil, &problem{loc, fmt.Sprintf("schema nests %d deep, more than %d", depth, schemaLimits.depth)}
-	} else if values > schemaLimits.values {
-		return nil, &problem{loc, fmt.Sprintf("schema has %d values, more than %d", values, schemaLimits.values)}
+	if se, ok := err.(*syntaxError); ok {
+		return nil, &problem{loc, "the schema is too large (64 KiB, depth 16 and 2048 values at most): " + se.msg}
 	}
 	return compile(v, loc)
 }
 
-// measure returns the nesting depth and the value count of v.
-func measure(v value) (depth, values int) {
-	values = 1
-	for _, e := range v.arr {
-		d, n := measure(e)
-		depth, values = max(depth, d), values+n
-	}
-	for _, m := range v.obj {
-		d, n := measure(m.val)
-		depth, values = max(depth, d), values+n
-	}
-	if v.kind == kindArray || v.kind == kindObject {
-		depth++
-	}
-	return depth, values
-}
+// The keywords that set one field each, by the field they set.
+var (
+	countKeywords = map[string]func(*schema) *int{
+		"minItems": func(s *schema) *int { return &s.minItems }, "maxItems": func(s *schema) *int { return &s.maxItems },
+		"minLength": func(s *schema) *int { return &s.minLength }, "maxLength": func(s *schema) *int { return &s.maxLength },
+		"minProperties": func(s *schema) *int { return &s.minProps }, "maxProperties": func(s *schema) *int { return &s.maxProps }}
+	boundKeywords = map[string]func(*schema) **bound{
+		"minimum": func(s *schema) **bound { return &s.minimum }, "maximum": func(s *schema) **bound { return &s.maximum },
+		"exclusiveMinimum": func(s *schema) **bound { return &s.exclMin }, "exclusiveMaximum": func(s *schema) **bound { return &s.exclMax },
+		"multipleOf": func(s *schema) **bound { return &s.multipleOf }}
+	schemaKeywordsOf = map[string]func(*schema) **schema{
+		"additionalProperties": func(s *schema) **schema { return &s.additional },
+		"propertyNames":        func(s *schema) **schema { return &s.propertyNames }, "items": func(s *schema) **schema { return &s.items }}
+	// Annotations and flags only need the JSON type the meta-schema gives them.
+	keywordKinds = map[string]kind{"title": kindString, "description": kindString, "format": kindString, "examples": kindArray,
+		"enum": kindArray, "uniqueItems": kindBool, "deprecated": kindBool, "readOnly": kindBool, "writeOnly": kindBool}
+	kindNames = map[kind]string{kindString: "a string", kindArray: "an array", kindBool: "a boolean"}
+)
 
 func compile(v value, loc string) (*schema, error) {
 	switch v.kind {
@@ -978,14 +752,14 @@ func compile(v value, loc string) (*schema, error) {
 		if !schemaKeywords[m.key] {
 			return nil, &problem{at, fmt.Sprintf("keyword %s is not in the bridge-v1 schema subset", quote(m.key))}
 		}
+		if k, ok := keywordKinds[m.key]; ok && m.val.kind != k {
+			return nil, &problem{at, fmt.Sprintf("%s must be %s", m.key, kindNames[k])}
+		}
 		var err error
 		switch m.key {
 		case "type":
 			s.types, err = compileType(m.val, at)
 		case "enum":
-			if m.val.kind != kindArray {
-				return nil, &problem{at, "enum must be an array"}
-			}
 			s.enum, s.hasEnum = m.val.arr, true
 		case "const":
 			c := m.val
@@ -995,63 +769,28 @@ func compile(v value, loc string) (*schema, error) {
 		case "required":
 			required = m.val
 			err = checkStringSet(m.val, at, "required")
-		case "additionalProperties":
-			s.additional, err = compile(m.val, at)
-		case "propertyNames":
-			s.propertyNames, err = compile(m.val, at)
-		case "items":
-			s.items, err = compile(m.val, at)
-		case "minItems":
-			s.minItems, err = countKeyword(m.val, at)
-		case "maxItems":
-			s.maxItems, err = countKeyword(m.val, at)
-		case "minLength":
-			s.minLength, err = countKeyword(m.val, at)
-		case "maxLength":
-			s.maxLength, err = countKeyword(m.val, at)
-		case "minProperties":
-			s.minProps, err = countKeyword(m.val, at)
-		case "maxProperties":
-			s.maxProps, err = countKeyword(m.val, at)
-		case "minimum":
-			s.minimum, err = numberKeyword(m.val, at)
-		case "maximum":
-			s.maximum, err = numberKeyword(m.val, at)
-		case "exclusiveMinimum":
-			s.exclMin, err = numberKeyword(m.val, at)
-		case "exclusiveMaximum":
-			s.exclMax, err = numberKeyword(m.val, at)
-		case "multipleOf":
-			s.multipleOf, err = numberKeyword(m.val, at)
-			if err == nil && s.multipleOf.dec.sign() <= 0 {
-				err = &problem{at, "multipleOf must be greater than 0"}
-			}
-		case "uniqueItems", "deprecated", "readOnly", "writeOnly":
-			if m.val.kind != kindBool {
-				err = &problem{at, m.key + " must be a boolean"}
-			}
-			if m.key == "uniqueItems" {
-				s.unique = m.val.b
-			}
+		case "uniqueItems":
+			s.unique = m.val.b
 		case "format":
-			if m.val.kind != kindString {
-				err = &problem{at, "format must be a string"}
-			} else if m.val.s != "date-time" {
+			if m.val.s != "date-time" {
 				err = &problem{at, fmt.Sprintf("format %s is not supported: bridge v1 asserts only \"date-time\"", quote(m.val.s))}
 			}
 			s.dateTime = true
-		case "title", "description":
-			if m.val.kind != kindString {
-				err = &problem{at, m.key + " must be a string"}
-			}
-		case "examples":
-			if m.val.kind != kindArray {
-				err = &problem{at, "examples must be an array"}
+		default:
+			if field, ok := countKeywords[m.key]; ok {
+				*field(s), err = countKeyword(m.val, at)
+			} else if field, ok := boundKeywords[m.key]; ok {
+				*field(s), err = numberKeyword(m.val, at)
+			} else if field, ok := schemaKeywordsOf[m.key]; ok {
+				*field(s), err = compile(m.val, at)
 			}
 		}
 		if err != nil {
 			return nil, err
 		}
+	}
+	if s.multipleOf != nil && s.multipleOf.rat.Sign() <= 0 {
+		return nil, &problem{child(loc, "multipleOf"), "multipleOf must be greater than 0"}
 	}
 	for _, r := range required.arr {
 		i, ok := s.propIndex[r.s]
@@ -1133,27 +872,22 @@ func checkStringSet(v value, loc, name string) error {
 
 // countKeyword reads a non-negative integer keyword value.
 func countKeyword(v value, loc string) (int, error) {
-	if v.kind == kindNumber {
-		d := parseDecimal(v.s)
-		if !d.neg && isInteger(v.s, !strings.ContainsAny(v.s, ".eE")) {
-			if d.exp > 18 {
-				return int(^uint(0) >> 1), nil
-			}
-			n, _ := strconv.Atoi(d.integerText())
-			return n, nil
-		}
+	if v.kind != kindNumber || !isInteger(v.s, !strings.ContainsAny(v.s, ".eE")) || exact(v.s).Sign() < 0 {
+		return 0, &problem{loc, "must be a non-negative integer"}
 	}
-	return 0, &problem{loc, "must be a non-negative integer"}
+	if n := exact(v.s).Num(); n.IsInt64() && n.Int64() <= math.MaxInt {
+		return int(n.Int64()), nil
+	}
+	return math.MaxInt, nil
 }
 
 func numberKeyword(v value, loc string) (*bound, error) {
 	if v.kind != kindNumber {
 		return nil, &problem{loc, "must be a number"}
 	}
-	b := &bound{dec: parseDecimal(v.s), text: v.s}
-	if b.dec.integral() && b.dec.exp <= 18 {
-		b.i64, _ = strconv.ParseInt(b.dec.integerText(), 10, 64)
-		b.isI64 = true
+	b := &bound{rat: exact(v.s), text: v.s}
+	if b.rat.IsInt() && b.rat.Num().IsInt64() {
+		b.i64, b.isI64 = b.rat.Num().Int64(), true
 	}
 	return b, nil
 }
@@ -1218,7 +952,8 @@ func (sc *scanner) validate(s *schema, loc string) error {
 	if err != nil || s == nil || (!s.hasEnum && s.constant == nil) || got == typeString && s.enumStrings() {
 		return err
 	}
-	v, _ := decode(sc.data[start:sc.pos], limits{len(sc.data), sc.lim.depth, sc.lim.values})
+	sub := scanner{data: sc.data[start:sc.pos]}
+	v := sub.build()
 	if s.constant != nil && !equal(v, *s.constant) {
 		return &problem{loc, "value does not equal the schema's const"}
 	}
@@ -1473,17 +1208,12 @@ func uniqueKey(tok []byte) []byte {
 	case tok[0] == '"' && bytes.IndexByte(tok, '\\') < 0:
 		return tok[1 : len(tok)-1]
 	case tok[0] == '"':
-		v, _ := decode(tok, limits{len(tok), 1, 1})
-		return []byte(v.s)
+		sub := scanner{data: tok}
+		return []byte(sub.build().s)
 	case tok[0] == 't' || tok[0] == 'f' || tok[0] == 'n':
 		return tok
 	case bytes.ContainsAny(tok, ".eE") || string(tok) == "-0":
-		// Integral numbers render as their plain digits, like integer tokens.
-		d := parseDecimal(string(tok))
-		if d.integral() {
-			return []byte(d.integerText())
-		}
-		return []byte(d.canonical())
+		return []byte(exact(string(tok)).RatString()) // 7.0 → "7", like the token 7
 	}
 	return tok
 }
@@ -1551,7 +1281,7 @@ func (sc *scanner) validateNumber(s *schema, loc string) error {
 	if n.small {
 		n.i, _ = strconv.ParseInt(string(tok), 10, 64)
 	} else {
-		n.d = parseDecimal(string(tok))
+		n.r = exact(string(tok))
 	}
 	var what string
 	var b *bound
@@ -1580,21 +1310,21 @@ func (sc *scanner) validateNumber(s *schema, loc string) error {
 type num struct {
 	small bool
 	i     int64
-	d     decimal
+	r     *big.Rat
 }
 
 func (n num) cmp(b *bound) int {
 	if n.small {
 		return cmp.Compare(n.i, b.i64)
 	}
-	return n.d.cmp(b.dec)
+	return n.r.Cmp(b.rat)
 }
 
 func (n num) multipleOf(b *bound) bool {
 	if n.small {
 		return n.i%b.i64 == 0
 	}
-	return n.d.multipleOf(b.dec)
+	return new(big.Rat).Quo(n.r, b.rat).IsInt()
 }
 
 // int64Bounds reports whether every numeric keyword of s is an int64, so a

@@ -244,19 +244,6 @@ func FuzzCompileSchema(f *testing.F) {
 	})
 }
 
-func TestEncodedSize(t *testing.T) {
-	for _, doc := range []string{`null`, `true`, `false`, `-1.5e3`, `"a\"b\\c\nd\u0001é"`, `[]`, `{}`, `[1]`, `[1,[2,{}],"x"]`,
-		`{"a":{"b":[null,true,{"c\n":"d"}]},"e":[]}`} {
-		v, err := decode([]byte(doc), instanceLimits)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got, want := encodedSize(v), len(encode(v)); got != want {
-			t.Errorf("%s: encodedSize %d, encoding is %d bytes", doc, got, want)
-		}
-	}
-}
-
 // sharedDir holds the public corpora, the fixture and the benchmark inputs:
 // $BRIDGE_SHARED, else ../shared beside the repository (see README, "Tests").
 var sharedDir = cmp.Or(os.Getenv("BRIDGE_SHARED"), filepath.Join("..", "shared"))

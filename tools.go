@@ -378,7 +378,7 @@ func queryText(v value, s *schema) string {
 		return fmt.Sprint(v.b)
 	case kindNumber:
 		if s != nil && s.types&typeInteger != 0 && s.types&typeNumber == 0 {
-			return parseDecimal(v.s).integerText()
+			return exact(v.s).RatString() // integral: validated as an integer
 		}
 	}
 	return v.s
@@ -471,63 +471,47 @@ func responseDocument(ct catalogTool, resp *response, err error) ([]byte, error)
 // maxLineLength bounds one JSON-RPC message from the client.
 const maxLineLength = 4 << 20
 
-// lineTransport is newline-delimited JSON-RPC over stdin/stdout. Unlike the
-// SDK's stdio transport, a malformed line gets a -32700 (or -32600) reply and
-// the session goes on (SPEC §9).
-type lineTransport struct {
-	in  io.ReadCloser
-	out io.Writer
+// serveStdio runs the server over newline-delimited JSON-RPC. The SDK's
+// transport ends the session on a line it cannot decode; SPEC §9 wants a
+// reply and an intact session, so a filter in front of it answers such lines
+// itself with -32700 (not JSON) or -32600 (not a JSON-RPC message).
+func serveStdio(ctx context.Context, server *mcp.Server, in io.Reader, out io.Writer) error {
+	w := &lineWriter{w: out}
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(filterLines(in, pw, w)) }()
+	return server.Run(ctx, &mcp.IOTransport{Reader: pr, Writer: w})
 }
 
-func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
-	c := &lineConn{in: t.in, out: t.out, msgs: make(chan jsonrpc.Message), closed: make(chan struct{})}
-	go c.readLoop()
-	return c, nil
-}
-
-type lineConn struct {
-	in        io.ReadCloser
-	out       io.Writer
-	writeMu   sync.Mutex
-	msgs      chan jsonrpc.Message
-	readErr   error // set before msgs is closed
-	closeOnce sync.Once
-	closed    chan struct{}
-}
-
-func (c *lineConn) readLoop() {
-	defer close(c.msgs)
-	r := bufio.NewReaderSize(c.in, 64<<10)
+// filterLines copies the lines of in that are single JSON-RPC messages to
+// pass, and answers the others on replies.
+func filterLines(in io.Reader, pass io.Writer, replies *lineWriter) error {
+	r := bufio.NewReaderSize(in, 64<<10)
 	for {
 		line, tooLong, err := readLine(r)
 		if err != nil {
-			c.readErr = err
-			return
+			return err
 		}
 		line = bytes.TrimSpace(line)
-		switch {
-		case tooLong:
-			c.reply(nil, jsonrpc.CodeParseError, fmt.Sprintf("message longer than %d bytes", maxLineLength))
-			continue
-		case len(line) == 0:
+		if tooLong {
+			replies.reply(nil, jsonrpc.CodeParseError, fmt.Sprintf("message longer than %d bytes", maxLineLength))
 			continue
 		}
-		msg, err := jsonrpc.DecodeMessage(line)
-		if err != nil {
+		if len(line) == 0 {
+			continue
+		}
+		if _, err := jsonrpc.DecodeMessage(line); err != nil || line[0] == '[' {
 			var probe struct {
 				ID json.RawMessage `json:"id"`
 			}
 			if json.Unmarshal(line, &probe) != nil && !json.Valid(line) {
-				c.reply(nil, jsonrpc.CodeParseError, "parse error: the line is not JSON")
+				replies.reply(nil, jsonrpc.CodeParseError, "parse error: the line is not JSON")
 			} else {
-				c.reply(probe.ID, jsonrpc.CodeInvalidRequest, "invalid request: "+clip(err.Error(), clipLimit))
+				replies.reply(probe.ID, jsonrpc.CodeInvalidRequest, "invalid request: not a single JSON-RPC 2.0 message")
 			}
 			continue
 		}
-		select {
-		case c.msgs <- msg:
-		case <-c.closed:
-			return
+		if _, err := pass.Write(append(line, '\n')); err != nil {
+			return err
 		}
 	}
 }
@@ -553,8 +537,22 @@ func readLine(r *bufio.Reader) (line []byte, tooLong bool, err error) {
 	}
 }
 
+// lineWriter serializes whole lines from the SDK and from the filter.
+type lineWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lineWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (l *lineWriter) Close() error { return nil }
+
 // reply writes an error response for a line that carried no usable request.
-func (c *lineConn) reply(id json.RawMessage, code int, msg string) {
+func (l *lineWriter) reply(id json.RawMessage, code int, msg string) {
 	if len(id) == 0 || !(id[0] == '"' || id[0] == '-' || '0' <= id[0] && id[0] <= '9') {
 		id = json.RawMessage("null")
 	}
@@ -563,41 +561,5 @@ func (c *lineConn) reply(id json.RawMessage, code int, msg string) {
 		ID      json.RawMessage `json:"id"`
 		Error   jsonrpc.Error   `json:"error"`
 	}{"2.0", id, jsonrpc.Error{Code: int64(code), Message: msg}})
-	c.writeLine(data)
+	l.Write(append(data, '\n'))
 }
-
-func (c *lineConn) writeLine(data []byte) error {
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	_, err := c.out.Write(append(data, '\n'))
-	return err
-}
-
-func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-c.closed:
-		return nil, io.EOF
-	case msg, open := <-c.msgs:
-		if !open {
-			return nil, c.readErr
-		}
-		return msg, nil
-	}
-}
-
-func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	data, err := jsonrpc.EncodeMessage(msg)
-	if err != nil {
-		return err
-	}
-	return c.writeLine(data)
-}
-
-func (c *lineConn) Close() error {
-	c.closeOnce.Do(func() { close(c.closed); c.in.Close() })
-	return nil
-}
-
-func (c *lineConn) SessionID() string { return "" }

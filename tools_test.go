@@ -708,7 +708,7 @@ func TestMalformedLines(t *testing.T) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	server := newMCPServer(newBridge(f, false), slog.New(slog.NewTextHandler(io.Discard, nil)))
-	go server.Run(context.Background(), &lineTransport{in: inR, out: outW})
+	go serveStdio(context.Background(), server, inR, outW)
 	t.Cleanup(func() { inW.Close() })
 	replies := bufio.NewScanner(outR)
 	replies.Buffer(nil, 1<<20)
