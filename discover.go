@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -60,19 +61,16 @@ type catalog struct {
 type scan struct {
 	c        *client
 	opts     callOptions
-	budget   *budget
-	requests chan struct{} // one token per allowed request
+	budget   *atomic.Int64 // aggregate body bytes left
+	requests atomic.Int32  // requests made
 	inFlight chan struct{}
 	deadline context.Context
 }
 
 func (c *client) newScan(ctx context.Context, opts callOptions) (*scan, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(ctx, scanDeadline)
-	s := &scan{c: c, opts: opts, budget: newBudget(scanByteLimit), deadline: ctx,
-		requests: make(chan struct{}, scanRequestLimit), inFlight: make(chan struct{}, scanConcurrency)}
-	for range scanRequestLimit {
-		s.requests <- struct{}{}
-	}
+	s := &scan{c: c, opts: opts, budget: new(atomic.Int64), deadline: ctx, inFlight: make(chan struct{}, scanConcurrency)}
+	s.budget.Store(scanByteLimit)
 	return s, cancel
 }
 
@@ -97,9 +95,7 @@ func (s *scan) get(path string, lim limits) (value, error) {
 // fetch GETs one discovery document within the scan's limits and returns
 // its body when the status is 200.
 func (s *scan) fetch(path string, limit int) ([]byte, error) {
-	select {
-	case <-s.requests:
-	default:
+	if s.requests.Add(1) > scanRequestLimit {
 		return nil, &scanLimitError{fmt.Sprintf("the scan needs more than %d discovery requests", scanRequestLimit)}
 	}
 	select {

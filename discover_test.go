@@ -1709,14 +1709,16 @@ func TestNonSuccessBodiesChargeTheBudget(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	c := rawClient(t, srv.URL, 5*time.Second)
-	b := newBudget(int64(len(page)))
+	b := new(atomic.Int64)
+	b.Store(int64(len(page)))
 	req := listRequest(rootLimits.bytes)
 	req.budget = b
 	resp, err := c.do(context.Background(), req)
-	if err != nil || resp.status != 404 || string(resp.body) != page || b.left.Load() != 0 {
-		t.Fatalf("within the budget: %v, %d left", err, b.left.Load())
+	if err != nil || resp.status != 404 || string(resp.body) != page || b.Load() != 0 {
+		t.Fatalf("within the budget: %v, %d left", err, b.Load())
 	}
-	req.budget = newBudget(int64(len(page) - 1))
+	req.budget = new(atomic.Int64)
+	req.budget.Store(int64(len(page) - 1))
 	if _, err := c.do(context.Background(), req); !errors.Is(err, errBudget) {
 		t.Fatalf("over the budget: %v, want errBudget", err)
 	}

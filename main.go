@@ -107,19 +107,17 @@ func bridgeVersion() string {
 	return "devel"
 }
 
-func sdkVersion() string {
+// versionLine is the version and the MCP SDK version built in.
+func versionLine() string {
+	sdk := "unknown"
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, d := range bi.Deps {
 			if d.Path == "github.com/modelcontextprotocol/go-sdk" {
-				return d.Version
+				sdk = d.Version
 			}
 		}
 	}
-	return "unknown"
-}
-
-func versionLine() string {
-	return fmt.Sprintf("netbox-plugin-bridge %s (go-sdk %s)", bridgeVersion(), sdkVersion())
+	return fmt.Sprintf("netbox-plugin-bridge %s (go-sdk %s)", bridgeVersion(), sdk)
 }
 
 // errUsage marks a command-line error; the flag package has printed it.
@@ -606,7 +604,7 @@ func printCatalog(w io.Writer, cat *catalog) {
 // startConfig loads the configuration, or starts the demo NetBox and
 // configures it. stop shuts the demo down.
 func startConfig(f commonFlags, env environment) (*config, func(), error) {
-	if !f.demo {
+	if !f.demo || f.timeout < 0 {
 		cfg, err := loadConfig(f, env)
 		return cfg, func() {}, err
 	}
@@ -614,12 +612,9 @@ func startConfig(f commonFlags, env environment) (*config, func(), error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot start the demo NetBox: %v", err)
 	}
-	cfg := &config{base: base, origin: base + "", auth: "Token " + demoToken, timeout: defaultTimeout, demo: true,
+	cfg := &config{auth: "Token " + demoToken, timeout: cmp.Or(f.timeout, defaultTimeout), demo: true,
 		allowMutations: f.allowMutations || truthy(env.getenv("NETBOX_MCP_ALLOW_MUTATIONS"))}
-	if f.timeout > 0 {
-		cfg.timeout = f.timeout
-	}
-	_, cfg.origin, _, _ = normalizeURL(base)
+	cfg.base, cfg.origin, cfg.prefix, _ = normalizeURL(base)
 	return cfg, stop, nil
 }
 

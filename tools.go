@@ -74,21 +74,17 @@ happened: check before retrying.`
 
 // The two tools' own input schemas, compiled by the project's validator.
 const (
-	listToolsSchema = `{"type": "object", "properties": {
-  "plugin": {"type": "string", "description": "Only this plugin's tools (a slug such as \"proxbox\"); omit for every plugin."},
+	perCallProperties = `
   "token": {"type": "string", "minLength": 1, "description": "NetBox API token for this call only, instead of the configured one."},
   "header": {"type": "array", "maxItems": 100, "items": {"type": "string", "maxLength": 8192},
-    "description": "Extra HTTP headers for every request of this call, as \"Name: value\" or \"Name=value\"."}},
- "additionalProperties": false}`
-	callToolSchema = `{"type": "object", "properties": {
+    "description": "Extra HTTP headers for every request of this call, as \"Name: value\" or \"Name=value\"."}}`
+	listToolsSchema = `{"type": "object", "additionalProperties": false, "properties": {
+  "plugin": {"type": "string", "description": "Only this plugin's tools (a slug such as \"proxbox\"); omit for every plugin."},` + perCallProperties + `}`
+	callToolSchema = `{"type": "object", "additionalProperties": false, "required": ["plugin", "tool"], "properties": {
   "plugin": {"type": "string", "description": "Plugin slug, as in plugin_list_tools."},
   "tool": {"type": "string", "description": "Tool name within the plugin (the part after the dot of qualified_name)."},
   "arguments": {"type": "object", "description": "Arguments matching the tool's inputSchema.", "default": {}},
-  "dry_run": {"type": "boolean", "default": false, "description": "Discover and validate, and show the request that would be sent, without sending it."},
-  "token": {"type": "string", "minLength": 1, "description": "NetBox API token for this call only, instead of the configured one."},
-  "header": {"type": "array", "maxItems": 100, "items": {"type": "string", "maxLength": 8192},
-    "description": "Extra HTTP headers for every request of this call, as \"Name: value\" or \"Name=value\"."}},
- "required": ["plugin", "tool"], "additionalProperties": false}`
+  "dry_run": {"type": "boolean", "default": false, "description": "Discover and validate, and show the request that would be sent, without sending it."},` + perCallProperties + `}`
 )
 
 // requestLimits bound a tool's own arguments: one instance plus its envelope.

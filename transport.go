@@ -58,13 +58,13 @@ func newClient(cfg *config) *client {
 // request is one bounded request to the configured NetBox.
 type request struct {
 	method string
-	path   string      // base-relative, starting with /api/
-	query  string      // encoded, without '?'
-	body   []byte      // JSON body, nil for none
-	header http.Header // caller headers of this call
-	auth   string      // per-call Authorization, overrides the configured one
-	limit  int         // body size limit
-	budget *budget     // aggregate discovery allowance, nil for targets
+	path   string        // base-relative, starting with /api/
+	query  string        // encoded, without '?'
+	body   []byte        // JSON body, nil for none
+	header http.Header   // caller headers of this call
+	auth   string        // per-call Authorization, overrides the configured one
+	limit  int           // body size limit
+	budget *atomic.Int64 // aggregate discovery bytes left, nil for targets
 }
 
 // response is a response whose body was read within its limit.
@@ -148,7 +148,7 @@ func (c *client) do(ctx context.Context, req request) (*response, error) {
 // readBounded reads r to its end, stopping after limit+1 bytes, and draws
 // every byte it reads from b when b is not nil. size is the expected
 // length, or -1.
-func readBounded(r io.Reader, limit int, size int64, b *budget) ([]byte, error) {
+func readBounded(r io.Reader, limit int, size int64, b *atomic.Int64) ([]byte, error) {
 	initial := 4 << 10
 	if size >= 0 {
 		initial = int(size) + 1 // room to see the end without growing
@@ -160,7 +160,7 @@ func readBounded(r io.Reader, limit int, size int64, b *budget) ([]byte, error) 
 		}
 		n, err := r.Read(buf[len(buf):min(cap(buf), limit+1)])
 		buf = buf[:len(buf)+n]
-		if b != nil && !b.take(n) {
+		if b != nil && b.Add(-int64(n)) < 0 {
 			return nil, errBudget
 		}
 		if len(buf) > limit {
@@ -188,17 +188,6 @@ func describeNetError(ctx context.Context, err error, timeout time.Duration) err
 	}
 	return err
 }
-
-// budget is a byte allowance that concurrent bodies draw from as they stream.
-type budget struct{ left atomic.Int64 }
-
-func newBudget(n int64) *budget {
-	b := &budget{}
-	b.left.Store(n)
-	return b
-}
-
-func (b *budget) take(n int) bool { return b.left.Add(-int64(n)) >= 0 }
 
 // clip shortens hostile text to n bytes for a message.
 func clip(s string, n int) string {
