@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -12,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -945,5 +948,42 @@ func BenchmarkStartup(b *testing.B) {
 		stdin.Close()
 		cmd.Wait()
 		b.StartTimer()
+	}
+}
+
+// TestServeExitsCleanly: the release binary ends with status 0 when stdin
+// closes and when it gets SIGTERM or SIGINT.
+func TestServeExitsCleanly(t *testing.T) {
+	bin := releaseBinary(t)
+	for _, stop := range []string{"stdin EOF", "SIGTERM", "SIGINT"} {
+		cmd := exec.Command(bin, "--demo")
+		stdin, _ := cmd.StdinPipe()
+		stdout, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`+"\n")
+		if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || !strings.Contains(line, `"id":1`) {
+			t.Fatalf("%s: no initialize reply: %q %v", stop, line, err)
+		}
+		switch stop {
+		case "stdin EOF":
+			stdin.Close()
+		case "SIGTERM":
+			cmd.Process.Signal(syscall.SIGTERM)
+		default:
+			cmd.Process.Signal(os.Interrupt)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("%s: %v", stop, err)
+			}
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			t.Errorf("%s: still running after 10 s", stop)
+		}
 	}
 }

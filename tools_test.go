@@ -873,6 +873,7 @@ func TestHostileNetBox(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f, other := newInvNetBox(t), newFakeNetBox(t)
+			f.addListEntry("escape", `"{base}/api/users/"`) // a root link out of /api/plugins/: a problem of its own
 			other.addPlugin("inv", createTool, searchTool)
 			var writes atomic.Int32
 			f.handle(recordsPath, func(w http.ResponseWriter, r *http.Request) { writes.Add(1) })
@@ -895,6 +896,15 @@ func TestHostileNetBox(t *testing.T) {
 			}
 			if alloc > 32<<20 {
 				t.Errorf("allocated %d MiB", alloc>>20)
+			}
+			list := call(t, cs, "plugin_list_tools", map[string]any{})
+			if problems, _ := list.doc["problems"].([]any); !slices.ContainsFunc(problems, func(p any) bool {
+				return p.(map[string]any)["plugin"] == "escape" && strings.Contains(p.(map[string]any)["error"].(string), "is not a plugin API root")
+			}) {
+				t.Errorf("the escaping root link is not a problem: %v", list.doc["problems"])
+			}
+			if f.requests("/api/users/") != 0 {
+				t.Error("the escaping root link was fetched")
 			}
 			if writes.Load() != 0 || other.totalRequests() != 0 {
 				t.Errorf("%d writes dispatched, %d requests to the other host", writes.Load(), other.totalRequests())
