@@ -681,9 +681,10 @@ func (p *problem) Error() string {
 	return p.Location + ": " + p.Message
 }
 
-// child renders the location of an object member.
+// child renders the location of an object member; a long key is quoted,
+// which clips it.
 func child(loc, key string) string {
-	plain := key != ""
+	plain := key != "" && len(key) <= clipLimit
 	for i := 0; i < len(key); i++ {
 		c := key[i]
 		if !(c == '_' || c == '$' || c == '-' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
