@@ -419,6 +419,8 @@ func responseDocument(ct catalogTool, resp *response, err error) ([]byte, error)
 	}
 	var problem string
 	switch {
+	case err != nil && resp != nil && resp.status >= 400:
+		problem = fmt.Sprintf("HTTP %d, and its %v", resp.status, err)
 	case err != nil:
 		problem = err.Error()
 	case resp.status < 200 || resp.status > 299:
@@ -452,7 +454,7 @@ func responseDocument(ct catalogTool, resp *response, err error) ([]byte, error)
 	case write:
 		be.Code, be.Outcome = "outcome_unknown", "unknown"
 		be.Message = fmt.Sprintf("%s was sent, but its outcome is unknown: %s.%s", target, problem, notBlindly)
-	case err == nil && (resp.status < 200 || resp.status > 399):
+	case resp != nil && (resp.status < 200 || resp.status > 399): // whatever its body
 		be.Code = "http_error"
 		be.Message = fmt.Sprintf("%s: %s. The read had no effect; fix the cause and retry.", target, problem)
 	default:

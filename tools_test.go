@@ -341,6 +341,12 @@ func TestReadResponses(t *testing.T) {
 		{"502 HTML", 502, `<html><body>Bad Gateway</body></html>`, map[string]string{"Content-Type": "text/html"}, "search", "http_error", func(r result) bool {
 			return r.errorField("status") == 502.0 && r.errorField("body") == nil
 		}},
+		{"500 oversize", 500, big, nil, "search", "http_error", func(r result) bool {
+			return r.errorField("status") == 500.0 && r.errorField("body") == nil && strings.Contains(r.text, "more than 262144 bytes")
+		}},
+		{"503 oversize, declared", 503, big, map[string]string{"Content-Length": fmt.Sprint(len(big))}, "search", "http_error", func(r result) bool {
+			return r.errorField("status") == 503.0 && r.errorField("body") == nil
+		}},
 		{"403 DRF", 403, `{"detail": "You do not have permission to perform this action."}`, nil, "search", "http_error", func(r result) bool {
 			return r.errorField("status") == 403.0 && strings.Contains(r.text, "You do not have permission") &&
 				jsonSame(r.errorField("body"), map[string]any{"detail": "You do not have permission to perform this action."})
