@@ -1608,6 +1608,30 @@ func TestContentLengthFailsBeforeReading(t *testing.T) {
 	}
 }
 
+// TestResponseHeadersBounded: response headers are bounded like bodies; the
+// transport's own default (10 MiB each) let one scan hold some 190 MiB of
+// hostile headers with 16 requests in flight.
+func TestResponseHeadersBounded(t *testing.T) {
+	t.Parallel()
+	pad := strings.Repeat("x", 4000)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.URL.Query().Get("pads"))
+		for range n {
+			w.Header().Add("X-Pad", pad)
+		}
+		writeJSON(w, http.StatusOK, "{}", false)
+	}))
+	t.Cleanup(srv.Close)
+	c := rawClient(t, srv.URL, 5*time.Second)
+	for pads, ok := range map[int]bool{4: true, 256: false, 2500: false} {
+		req := listRequest(rootLimits.bytes)
+		req.query = "pads=" + strconv.Itoa(pads)
+		if _, err := c.do(context.Background(), req); (err == nil) != ok || !ok && !strings.Contains(err.Error(), "headers exceeded") {
+			t.Errorf("%d KB of headers: %v", pads*4, err)
+		}
+	}
+}
+
 // allocatedDuring reports the bytes allocated while fn runs. Total
 // allocation bounds the peak heap growth, so it needs no sampling.
 func allocatedDuring(fn func()) uint64 {
