@@ -240,6 +240,9 @@ func fail(err error, a *callArgs) *mcp.CallToolResult {
 		be.Plugin = cmp.Or(be.Plugin, a.plugin)
 		be.Tool = cmp.Or(be.Tool, a.tool)
 	}
+	if !be.Dispatched && be.Code != "config_error" && !strings.HasSuffix(be.Message, safeToRetry) {
+		be.Message += "." + safeToRetry // discovery errors: SPEC §9 wants every message before outcome_unknown to say so
+	}
 	doc, _ := json.Marshal(struct {
 		Error *bridgeError `json:"error"`
 	}{be})

@@ -529,6 +529,26 @@ func TestInvalidArgumentsSendNothing(t *testing.T) {
 	wantError(t, r, "invalid_request", false)
 }
 
+// TestDiscoveryErrorsSaySafeToRetry: SPEC §9, everything before
+// outcome_unknown is safe to correct and retry, and the message says so.
+func TestDiscoveryErrorsSaySafeToRetry(t *testing.T) {
+	f := newInvNetBox(t)
+	cs := connect(t, newBridge(f, true), protocolVersions[0], nil)
+	for plugin, code := range map[string]string{"quiet": "not_advertised", "nope": "plugin_not_found", "broken": "discovery_failed"} {
+		for tool, args := range map[string]map[string]any{"plugin_list_tools": {"plugin": plugin}, "plugin_call_tool": {"plugin": plugin, "tool": "list"}} {
+			r := call(t, cs, tool, args)
+			wantError(t, r, code, false)
+			if !strings.HasSuffix(r.text, safeToRetry) {
+				t.Errorf("%s %s: %q does not say it is safe to retry", tool, plugin, r.text)
+			}
+		}
+	}
+	r := call(t, cs, "plugin_list_tools", map[string]any{})
+	if problems := r.doc["problems"].([]any); len(problems) != 1 || strings.Contains(problems[0].(map[string]any)["error"].(string), safeToRetry) {
+		t.Errorf("problems %v", problems)
+	}
+}
+
 func TestInvalidRequestsSendNothing(t *testing.T) {
 	f := newInvNetBox(t)
 	cs := connect(t, newBridge(f, true), protocolVersions[0], nil)
