@@ -895,6 +895,10 @@ func TestResolveLink(t *testing.T) {
 			t.Errorf("%s: accepted as %q", link, got)
 		}
 	}
+	// A hostile host is named, clipped, beside the configured origin.
+	if _, err := c.resolveLink("https://" + strings.Repeat("q", 5000) + "/api/plugins/x/"); err == nil || strings.Count(err.Error(), "q") > 2*clipLimit+10 {
+		t.Errorf("a long cross-origin link: %d bytes of error", len(fmt.Sprint(err)))
+	}
 }
 
 func TestScanCrossOriginMessage(t *testing.T) {
