@@ -404,7 +404,7 @@ func (c *client) resolveLink(link string) (string, error) {
 		}
 		if origin != c.origin {
 			return "", fmt.Errorf("link %s has origin %s, but NetBox is configured as %s; behind a reverse proxy, "+
-				"check that it forwards X-Forwarded-Proto and Host", shown, origin, c.origin)
+				"check that it forwards X-Forwarded-Proto and Host", shown, clip(origin, clipLimit), c.origin)
 		}
 		path = "/" + p
 	}

@@ -895,6 +895,10 @@ func TestResolveLink(t *testing.T) {
 			t.Errorf("%s: accepted as %q", link, got)
 		}
 	}
+	// A hostile host is named, clipped, beside the configured origin.
+	if _, err := c.resolveLink("https://" + strings.Repeat("q", 5000) + "/api/plugins/x/"); err == nil || strings.Count(err.Error(), "q") > 2*clipLimit+10 {
+		t.Errorf("a long cross-origin link: %d bytes of error", len(fmt.Sprint(err)))
+	}
 }
 
 func TestScanCrossOriginMessage(t *testing.T) {
@@ -1605,6 +1609,30 @@ func TestContentLengthFailsBeforeReading(t *testing.T) {
 	t.Cleanup(srv2.Close)
 	if resp, err := rawClient(t, srv2.URL, 5*time.Second).do(context.Background(), listRequest(rootLimits.bytes)); err != nil || len(resp.body) != rootLimits.bytes {
 		t.Errorf("at the limit: %v", err)
+	}
+}
+
+// TestResponseHeadersBounded: response headers are bounded like bodies; the
+// transport's own default (10 MiB each) let one scan hold some 190 MiB of
+// hostile headers with 16 requests in flight.
+func TestResponseHeadersBounded(t *testing.T) {
+	t.Parallel()
+	pad := strings.Repeat("x", 4000)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.URL.Query().Get("pads"))
+		for range n {
+			w.Header().Add("X-Pad", pad)
+		}
+		writeJSON(w, http.StatusOK, "{}", false)
+	}))
+	t.Cleanup(srv.Close)
+	c := rawClient(t, srv.URL, 5*time.Second)
+	for pads, ok := range map[int]bool{4: true, 256: false, 2500: false} {
+		req := listRequest(rootLimits.bytes)
+		req.query = "pads=" + strconv.Itoa(pads)
+		if _, err := c.do(context.Background(), req); (err == nil) != ok || !ok && !strings.Contains(err.Error(), "headers exceeded") {
+			t.Errorf("%d KB of headers: %v", pads*4, err)
+		}
 	}
 }
 

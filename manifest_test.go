@@ -108,6 +108,29 @@ func TestBadManifests(t *testing.T) {
 	}
 }
 
+// TestLocationsClipHostileKeys: a location names a hostile key with at most
+// clipLimit characters of it per mention, however long the key (SPEC §4).
+func TestLocationsClipHostileKeys(t *testing.T) {
+	long := strings.Repeat("k", 5000)
+	valid, err := os.ReadFile("testdata/manifest-valid.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, manifestKey := parseManifest([]byte(`{"schema_version": "1", "plugin": "x", "tools": [], "` + long + `": 1}`))
+	_, schemaKey := parseManifest([]byte(strings.Replace(string(valid), `"inputSchema": {`, `"inputSchema": {"`+long+`": 1, `, 1)))
+	instance := mustCompile(t, `{"additionalProperties": false}`).validateBytes([]byte(`{"`+long+`": 1}`), instanceLimits, "arguments")
+	for name, ps := range map[string]problems{"manifest key": manifestKey, "schema keyword": schemaKey, "instance key": {*instance.(*problem)}} {
+		if len(ps) == 0 {
+			t.Fatalf("%s: accepted", name)
+		}
+		for _, p := range ps {
+			if n := strings.Count(p.Error(), "k"); n > 2*clipLimit+10 {
+				t.Errorf("%s: %s… echoes %d characters of the key", name, clip(p.Error(), 60), n)
+			}
+		}
+	}
+}
+
 func TestValidManifests(t *testing.T) {
 	for _, f := range []string{"testdata/manifest-valid.json", filepath.Join(sharedDir, "fixtures", "proxbox_bridge_v1.json")} {
 		data, err := os.ReadFile(f)

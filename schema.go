@@ -681,9 +681,10 @@ func (p *problem) Error() string {
 	return p.Location + ": " + p.Message
 }
 
-// child renders the location of an object member.
+// child renders the location of an object member; a long key is quoted,
+// which clips it.
 func child(loc, key string) string {
-	plain := key != ""
+	plain := key != "" && len(key) <= clipLimit
 	for i := 0; i < len(key); i++ {
 		c := key[i]
 		if !(c == '_' || c == '$' || c == '-' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
@@ -949,8 +950,8 @@ func (sc *scanner) validate(s *schema, loc string) error {
 	default:
 		err = sc.validateNumber(s, loc)
 	}
-	if err != nil || s == nil || (!s.hasEnum && s.constant == nil) || got == typeString && s.enumStrings() {
-		return err
+	if err != nil || s == nil || (!s.hasEnum && s.constant == nil) || got == typeString {
+		return err // checkString compared a string with enum and const
 	}
 	sub := scanner{data: sc.data[start:sc.pos]}
 	v := sub.build()
@@ -981,20 +982,6 @@ func (t typeMask) String() string {
 		}
 	}
 	return strings.Join(names, " or ")
-}
-
-// enumStrings reports whether enum and const hold only strings, which
-// checkString compares in place.
-func (s *schema) enumStrings() bool {
-	if s.constant != nil && s.constant.kind != kindString {
-		return false
-	}
-	for _, e := range s.enum {
-		if e.kind != kindString {
-			return false
-		}
-	}
-	return true
 }
 
 // relocate puts loc in place of here in a problem found below a member or
@@ -1251,11 +1238,11 @@ func (s *schema) checkString(b []byte, ascii bool, loc string) error {
 			return &problem{loc, fmt.Sprintf("%s is not an RFC 3339 date-time: %v", quote(string(b)), err)}
 		}
 	}
-	if (s.hasEnum || s.constant != nil) && s.enumStrings() {
-		if s.constant != nil && s.constant.s != string(b) {
+	if s.hasEnum || s.constant != nil {
+		if s.constant != nil && (s.constant.kind != kindString || s.constant.s != string(b)) {
 			return &problem{loc, "value does not equal the schema's const"}
 		}
-		if s.hasEnum && !slices.ContainsFunc(s.enum, func(e value) bool { return e.s == string(b) }) {
+		if s.hasEnum && !slices.ContainsFunc(s.enum, func(e value) bool { return e.kind == kindString && e.s == string(b) }) {
 			return &problem{loc, fmt.Sprintf("%s is not one of the schema's enum values", quote(string(b)))}
 		}
 	}

@@ -240,6 +240,9 @@ func fail(err error, a *callArgs) *mcp.CallToolResult {
 		be.Plugin = cmp.Or(be.Plugin, a.plugin)
 		be.Tool = cmp.Or(be.Tool, a.tool)
 	}
+	if !be.Dispatched && be.Code != "config_error" && !strings.HasSuffix(be.Message, safeToRetry) {
+		be.Message += "." + safeToRetry // discovery errors: SPEC §9 wants every message before outcome_unknown to say so
+	}
 	doc, _ := json.Marshal(struct {
 		Error *bridgeError `json:"error"`
 	}{be})
@@ -419,6 +422,8 @@ func responseDocument(ct catalogTool, resp *response, err error) ([]byte, error)
 	}
 	var problem string
 	switch {
+	case err != nil && resp != nil && resp.status >= 400:
+		problem = fmt.Sprintf("HTTP %d, and its %v", resp.status, err)
 	case err != nil:
 		problem = err.Error()
 	case resp.status < 200 || resp.status > 299:
@@ -452,7 +457,7 @@ func responseDocument(ct catalogTool, resp *response, err error) ([]byte, error)
 	case write:
 		be.Code, be.Outcome = "outcome_unknown", "unknown"
 		be.Message = fmt.Sprintf("%s was sent, but its outcome is unknown: %s.%s", target, problem, notBlindly)
-	case err == nil && (resp.status < 200 || resp.status > 399):
+	case resp != nil && (resp.status < 200 || resp.status > 399): // whatever its body
 		be.Code = "http_error"
 		be.Message = fmt.Sprintf("%s: %s. The read had no effect; fix the cause and retry.", target, problem)
 	default:

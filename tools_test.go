@@ -341,6 +341,12 @@ func TestReadResponses(t *testing.T) {
 		{"502 HTML", 502, `<html><body>Bad Gateway</body></html>`, map[string]string{"Content-Type": "text/html"}, "search", "http_error", func(r result) bool {
 			return r.errorField("status") == 502.0 && r.errorField("body") == nil
 		}},
+		{"500 oversize", 500, big, nil, "search", "http_error", func(r result) bool {
+			return r.errorField("status") == 500.0 && r.errorField("body") == nil && strings.Contains(r.text, "more than 262144 bytes")
+		}},
+		{"503 oversize, declared", 503, big, map[string]string{"Content-Length": fmt.Sprint(len(big))}, "search", "http_error", func(r result) bool {
+			return r.errorField("status") == 503.0 && r.errorField("body") == nil
+		}},
 		{"403 DRF", 403, `{"detail": "You do not have permission to perform this action."}`, nil, "search", "http_error", func(r result) bool {
 			return r.errorField("status") == 403.0 && strings.Contains(r.text, "You do not have permission") &&
 				jsonSame(r.errorField("body"), map[string]any{"detail": "You do not have permission to perform this action."})
@@ -521,6 +527,26 @@ func TestInvalidArgumentsSendNothing(t *testing.T) {
 	wantError(t, callInv(t, cs, "nope", map[string]any{}), "tool_not_found", false)
 	r := call(t, cs, "plugin_call_tool", map[string]any{"plugin": "inv", "tool": "create", "arguments": []any{1}})
 	wantError(t, r, "invalid_request", false)
+}
+
+// TestDiscoveryErrorsSaySafeToRetry: SPEC §9, everything before
+// outcome_unknown is safe to correct and retry, and the message says so.
+func TestDiscoveryErrorsSaySafeToRetry(t *testing.T) {
+	f := newInvNetBox(t)
+	cs := connect(t, newBridge(f, true), protocolVersions[0], nil)
+	for plugin, code := range map[string]string{"quiet": "not_advertised", "nope": "plugin_not_found", "broken": "discovery_failed"} {
+		for tool, args := range map[string]map[string]any{"plugin_list_tools": {"plugin": plugin}, "plugin_call_tool": {"plugin": plugin, "tool": "list"}} {
+			r := call(t, cs, tool, args)
+			wantError(t, r, code, false)
+			if !strings.HasSuffix(r.text, safeToRetry) {
+				t.Errorf("%s %s: %q does not say it is safe to retry", tool, plugin, r.text)
+			}
+		}
+	}
+	r := call(t, cs, "plugin_list_tools", map[string]any{})
+	if problems := r.doc["problems"].([]any); len(problems) != 1 || strings.Contains(problems[0].(map[string]any)["error"].(string), safeToRetry) {
+		t.Errorf("problems %v", problems)
+	}
 }
 
 func TestInvalidRequestsSendNothing(t *testing.T) {

@@ -38,6 +38,7 @@ type client struct {
 func newClient(cfg *config) *client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = scanConcurrency
+	tr.MaxResponseHeaderBytes = 64 << 10 // the default, 10 MiB, is no bound with 16 in flight
 	if cfg.insecure {
 		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
 	}
