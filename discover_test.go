@@ -1890,3 +1890,19 @@ func FuzzResolveLink(f *testing.F) {
 		}
 	})
 }
+
+// TestProxyOnlyForHTTPS: a plain-HTTP NetBox is never reached through a
+// proxy, which would see the token; HTTPS goes through one as configured.
+func TestProxyOnlyForHTTPS(t *testing.T) {
+	saved := environmentProxy
+	t.Cleanup(func() { environmentProxy = saved })
+	environmentProxy = func(*http.Request) (*url.URL, error) { return url.Parse("http://proxy.invalid:3128") }
+	proxy := newClient(&config{timeout: time.Second}).http.Transport.(*http.Transport).Proxy
+	for rawURL, want := range map[string]bool{"http://netbox.example.com/api/": false, "https://netbox.example.com/api/": true} {
+		req, _ := http.NewRequest(http.MethodGet, rawURL, nil)
+		u, err := proxy(req)
+		if err != nil || (u != nil) != want {
+			t.Errorf("%s: proxy %v, %v; want a proxy: %v", rawURL, u, err, want)
+		}
+	}
+}

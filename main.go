@@ -27,6 +27,8 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 const usage = `netbox-plugin-bridge: NetBox plugin operations for MCP clients (bridge v1).
@@ -280,6 +282,9 @@ func osEnvironment() environment {
 // loadConfig resolves flags, then environment, then the netbox-sdk profile
 // file. Its errors are one line that says what to set.
 func loadConfig(f commonFlags, env environment) (*config, error) {
+	if f.timeout < 0 {
+		return nil, errors.New("--timeout must be positive")
+	}
 	cfg := &config{timeout: defaultTimeout}
 	cfg.allowMutations = f.allowMutations || truthy(env.getenv("NETBOX_MCP_ALLOW_MUTATIONS"))
 	profileName := cmp.Or(f.profile, env.getenv("NETBOX_PROFILE"))
@@ -325,9 +330,7 @@ func loadConfig(f commonFlags, env environment) (*config, error) {
 		}
 		cfg.timeout = time.Duration(secs * float64(time.Second))
 	}
-	if f.timeout < 0 {
-		return nil, errors.New("--timeout must be positive")
-	} else if f.timeout > 0 {
+	if f.timeout > 0 {
 		cfg.timeout = f.timeout
 	}
 	switch strings.ToLower(sslVerify) {
@@ -590,15 +593,26 @@ func printCatalog(w io.Writer, cat *catalog) {
 	fmt.Fprintln(tw, "TOOL\tMETHOD\tEFFECT\tTITLE")
 	for _, t := range cat.tools {
 		title, _ := t.tool.descriptor.get("title")
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.qualifiedName(), t.tool.method, t.tool.effect, title.s)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.qualifiedName(), t.tool.method, t.tool.effect, printable(title.s))
 	}
 	tw.Flush()
 	if len(cat.problems) > 0 {
 		fmt.Fprintf(w, "\n%d problem(s):\n", len(cat.problems))
 		for _, p := range cat.problems {
-			fmt.Fprintf(w, "%s: %s: %s\n", p.Plugin, p.Code, p.Error)
+			fmt.Fprintf(w, "%s: %s: %s\n", printable(p.Plugin), p.Code, printable(p.Error))
 		}
 	}
+}
+
+// printable keeps a hostile NetBox's text from driving the operator's
+// terminal: control characters become U+FFFD.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return utf8.RuneError
+		}
+		return r
+	}, s)
 }
 
 // startConfig loads the configuration, or starts the demo NetBox and

@@ -987,3 +987,31 @@ func TestServeExitsCleanly(t *testing.T) {
 		}
 	}
 }
+
+// TestScanOutputIsPrintable: titles and problems from NetBox cannot put
+// escape sequences or extra lines on the operator's terminal.
+func TestScanOutputIsPrintable(t *testing.T) {
+	var out bytes.Buffer
+	hostile := readTool("list")
+	hostile.Title = "List\x1b[2J\rfake line"
+	tl := manifestJSON("p", hostile)
+	m, ps := parseManifest([]byte(tl))
+	if len(ps) > 0 {
+		t.Fatal(ps)
+	}
+	cat := &catalog{problems: []scanProblem{{"evil\x1b]0;x\x07", "discovery_failed", "bad\nline"}}}
+	cat.add("p", m)
+	printCatalog(&out, cat)
+	if strings.ContainsAny(out.String(), "\x1b\r\x07") || strings.Contains(out.String(), "bad\nline") {
+		t.Fatalf("control characters reached the terminal: %q", out.String())
+	}
+}
+
+func TestNegativeTimeoutReportedFirst(t *testing.T) {
+	for _, args := range [][]string{{"scan", "--timeout", "-1s"}, {"scan", "--demo", "--timeout", "-1s"}} {
+		var out, errOut bytes.Buffer
+		if code := run(args, &out, &errOut); code != exitUsage || !strings.Contains(errOut.String(), "--timeout must be positive") {
+			t.Errorf("%v: %d %q", args, code, errOut.String())
+		}
+	}
+}

@@ -126,14 +126,14 @@ func newMCPServer(b *bridge, logger *slog.Logger) *mcp.Server {
 		Description: "Discover the tools that NetBox plugins advertise, with their input schemas, effects and annotations. Problems of individual plugins are listed beside the tools.",
 		InputSchema: json.RawMessage(listToolsSchema),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, DestructiveHint: &no, OpenWorldHint: &no},
-	}, b.listTools)
+	}, b.handler(listToolsInput, b.listTools))
 	server.AddTool(&mcp.Tool{
 		Name:        "plugin_call_tool",
 		Title:       "Call a NetBox plugin tool",
 		Description: "Call one plugin tool from plugin_list_tools with arguments matching its inputSchema. Reads run at once; writes need --allow-mutations; dry_run previews any call without sending it.",
 		InputSchema: json.RawMessage(callToolSchema),
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: &yes},
-	}, b.callTool)
+	}, b.handler(callToolInput, b.call))
 	return server
 }
 
@@ -188,10 +188,12 @@ func parseArgs(raw json.RawMessage, s *schema) (*callArgs, error) {
 	return a, nil
 }
 
-// reservedHeaders are the caller header names the bridge itself controls.
+// reservedHeaders are the caller header names the bridge itself controls
+// (SPEC §9), and the conditional ones, since SPEC §8 makes no conditional
+// requests.
 var reservedHeaders = []string{"authorization", "proxy-authorization", "cookie", "host", "accept", "accept-encoding",
 	"content-type", "content-length", "content-encoding", "transfer-encoding", "connection", "upgrade", "te",
-	"trailer", "keep-alive", "expect"}
+	"trailer", "keep-alive", "expect", "if-match", "if-none-match", "if-modified-since", "if-unmodified-since", "if-range"}
 
 // parseHeaders reads "Name: value" and "Name=value" entries.
 func parseHeaders(entries []value) (http.Header, error) {
@@ -249,23 +251,30 @@ func fail(err error, a *callArgs) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: be.Message}}, StructuredContent: json.RawMessage(doc)}
 }
 
-// configured reports the configuration error every call answers with.
-func (b *bridge) configured() error {
-	if b.cfgErr != nil {
-		return &bridgeError{Code: "config_error", Message: b.cfgErr.Error()}
+// handler adapts one of the two operations to a raw MCP tool handler: its
+// arguments validated against its published schema, the configuration
+// checked, and its result document or error rendered.
+func (b *bridge) handler(input *schema, run func(context.Context, *mcp.CallToolRequest, *callArgs) ([]byte, error)) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		a, err := parseArgs(req.Params.Arguments, input)
+		if err == nil && b.cfgErr != nil {
+			err = &bridgeError{Code: "config_error", Message: b.cfgErr.Error()}
+		}
+		var doc []byte
+		if err == nil {
+			doc, err = run(ctx, req, a)
+		}
+		if err != nil {
+			return fail(err, a), nil
+		}
+		return ok(doc), nil
 	}
-	return nil
 }
 
-func (b *bridge) listTools(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	a, err := parseArgs(req.Params.Arguments, listToolsInput)
-	if err == nil {
-		err = b.configured()
-	}
-	if err != nil {
-		return fail(err, a), nil
-	}
+// listTools is plugin_list_tools: one plugin, or a full scan with progress.
+func (b *bridge) listTools(ctx context.Context, req *mcp.CallToolRequest, a *callArgs) ([]byte, error) {
 	var cat *catalog
+	var err error
 	if a.plugin != "" {
 		cat, err = b.client.scanOne(ctx, a.plugin, a.opts)
 	} else {
@@ -278,29 +287,14 @@ func (b *bridge) listTools(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		cat, err = b.client.scanAll(ctx, a.opts)
 	}
 	if err != nil {
-		return fail(err, a), nil
+		return nil, err
 	}
-	return ok(catalogDocument(cat)), nil
-}
-
-func (b *bridge) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	a, err := parseArgs(req.Params.Arguments, callToolInput)
-	if err == nil {
-		err = b.configured()
-	}
-	if err != nil {
-		return fail(err, a), nil
-	}
-	doc, err := b.call(ctx, a)
-	if err != nil {
-		return fail(err, a), nil
-	}
-	return ok(doc), nil
+	return catalogDocument(cat), nil
 }
 
 // call discovers the plugin, validates the arguments and, unless this is a
 // dry run or the mutation switch forbids it, dispatches the target request.
-func (b *bridge) call(ctx context.Context, a *callArgs) ([]byte, error) {
+func (b *bridge) call(ctx context.Context, _ *mcp.CallToolRequest, a *callArgs) ([]byte, error) {
 	cat, err := b.client.scanOne(ctx, a.plugin, a.opts)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"sync/atomic"
 	"time"
 )
@@ -35,10 +36,19 @@ type client struct {
 	userAgent string
 }
 
+// environmentProxy picks the proxy for HTTPS requests; tests replace it.
+var environmentProxy = http.ProxyFromEnvironment
+
 func newClient(cfg *config) *client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = scanConcurrency
 	tr.MaxResponseHeaderBytes = 64 << 10 // the default, 10 MiB, is no bound with 16 in flight
+	tr.Proxy = func(r *http.Request) (*url.URL, error) {
+		if r.URL.Scheme != "https" {
+			return nil, nil // a plain-HTTP proxy would see the token
+		}
+		return environmentProxy(r)
+	}
 	if cfg.insecure {
 		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
 	}
