@@ -874,7 +874,7 @@ func TestScanRejectsManifestLinks(t *testing.T) {
 
 func TestResolveLink(t *testing.T) {
 	t.Parallel()
-	c := &client{origin: "https://netbox.example.com:443", prefix: "/netbox"}
+	c := &client{config: &config{origin: "https://netbox.example.com:443", prefix: "/netbox"}}
 	for link, want := range map[string]string{
 		"/api/plugins/x/":                                      "/api/plugins/x/",
 		"/netbox/api/plugins/x/":                               "/api/plugins/x/",

@@ -232,10 +232,10 @@ func checkDocuments(manifestData []byte, toolName string, arguments, body []byte
 
 // config is the resolved NetBox configuration of serve and scan.
 type config struct {
-	base           string // scheme://host[:port][/prefix]
-	origin         string // scheme://host:port, case-folded
-	prefix         string
-	auth           string // Authorization header value
+	base           string // scheme://host[:port][/prefix], no trailing slash
+	origin         string // scheme://host:port, case-folded, for link checks
+	prefix         string // path prefix of base, "" or "/netbox"
+	auth           string // Authorization header value, "" for none
 	timeout        time.Duration
 	insecure       bool
 	allowMutations bool
@@ -518,19 +518,18 @@ func runServe(args []string, stdin io.ReadCloser, stdout, stderr io.Writer, env 
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	cfg, stop, err := startConfig(f, env)
-	b := &bridge{cfg: cfg, cfgErr: err}
 	if err != nil {
 		logger.Error("NetBox is not configured; every tool call will answer config_error", "error", err)
-		b.cfg, stop = &config{timeout: defaultTimeout}, func() {}
+		cfg, stop = &config{timeout: defaultTimeout}, func() {}
 	}
 	defer stop()
-	if b.cfg.insecure {
+	if cfg.insecure {
 		logger.Warn("TLS certificate verification is disabled (NETBOX_SSL_VERIFY)")
 	}
-	if b.cfg.demo {
-		logger.Info("serving the built-in demo NetBox", "url", b.cfg.base)
+	if cfg.demo {
+		logger.Info("serving the built-in demo NetBox", "url", cfg.base)
 	}
-	b.client = newClient(b.cfg)
+	b := &bridge{client: newClient(cfg), cfgErr: err}
 	sdkLogger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()

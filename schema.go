@@ -418,8 +418,13 @@ func decode(data []byte, lim limits) (value, error) {
 	if err := (*schema)(nil).validateBytes(data, lim, ""); err != nil {
 		return value{}, err
 	}
+	return build(data), nil
+}
+
+// build reads a document that validate has accepted into a value tree.
+func build(data []byte) value {
 	s := scanner{data: data}
-	return s.build(), nil
+	return s.build()
 }
 
 // build reads a value that validate has accepted. Containers collect their
@@ -953,8 +958,7 @@ func (sc *scanner) validate(s *schema, loc string) error {
 	if err != nil || s == nil || (!s.hasEnum && s.constant == nil) || got == typeString {
 		return err // checkString compared a string with enum and const
 	}
-	sub := scanner{data: sc.data[start:sc.pos]}
-	v := sub.build()
+	v := build(sc.data[start:sc.pos])
 	if s.constant != nil && !equal(v, *s.constant) {
 		return &problem{loc, "value does not equal the schema's const"}
 	}
@@ -1195,8 +1199,7 @@ func uniqueKey(tok []byte) []byte {
 	case tok[0] == '"' && bytes.IndexByte(tok, '\\') < 0:
 		return tok[1 : len(tok)-1]
 	case tok[0] == '"':
-		sub := scanner{data: tok}
-		return []byte(sub.build().s)
+		return []byte(build(tok).s)
 	case tok[0] == 't' || tok[0] == 'f' || tok[0] == 'n':
 		return tok
 	case bytes.ContainsAny(tok, ".eE") || string(tok) == "-0":

@@ -108,9 +108,8 @@ func mustCompileTool(src string) *schema {
 
 // bridge serves the two tools against one NetBox configuration.
 type bridge struct {
-	cfg    *config
-	cfgErr error // when set, every call answers config_error
-	client *client
+	client *client // and its configuration
+	cfgErr error   // when set, every call answers config_error
 }
 
 func newMCPServer(b *bridge, logger *slog.Logger) *mcp.Server {
@@ -152,15 +151,13 @@ func parseArgs(raw json.RawMessage, s *schema) (*callArgs, error) {
 		raw = json.RawMessage("{}")
 	}
 	invalid := func(err error) error {
-		return &bridgeError{Code: "invalid_request", Message: err.Error() + "." + safeToRetry}
+		return &bridgeError{Code: "invalid_request", Message: err.Error()}
 	}
 	if err := s.validateBytes(raw, requestLimits, "arguments"); err != nil {
 		return nil, invalid(err)
 	}
-	v, err := decode(raw, requestLimits)
-	if err != nil {
-		return nil, invalid(err)
-	}
+	v := build(raw)
+	var err error
 	a := &callArgs{arguments: value{kind: kindObject, obj: []member{}}}
 	for _, m := range v.obj {
 		switch m.key {
@@ -242,8 +239,8 @@ func fail(err error, a *callArgs) *mcp.CallToolResult {
 		be.Plugin = cmp.Or(be.Plugin, a.plugin)
 		be.Tool = cmp.Or(be.Tool, a.tool)
 	}
-	if !be.Dispatched && be.Code != "config_error" && !strings.HasSuffix(be.Message, safeToRetry) {
-		be.Message += "." + safeToRetry // discovery errors: SPEC §9 wants every message before outcome_unknown to say so
+	if !be.Dispatched && be.Code != "config_error" {
+		be.Message = strings.TrimSuffix(be.Message, ".") + "." + safeToRetry // SPEC §9: safe to correct and retry
 	}
 	doc, _ := json.Marshal(struct {
 		Error *bridgeError `json:"error"`
@@ -305,14 +302,14 @@ func (b *bridge) call(ctx context.Context, _ *mcp.CallToolRequest, a *callArgs) 
 		for _, t := range cat.tools {
 			names = append(names, t.tool.name)
 		}
-		return nil, &bridgeError{Code: "tool_not_found", Message: fmt.Sprintf("plugin %s has no tool %s; it has: %s.%s",
-			quote(a.plugin), quote(clip(a.tool, 100)), strings.Join(names, ", "), safeToRetry)}
+		return nil, &bridgeError{Code: "tool_not_found", Message: fmt.Sprintf("plugin %s has no tool %s; it has: %s",
+			quote(a.plugin), quote(clip(a.tool, 100)), strings.Join(names, ", "))}
 	}
 	ct := cat.tools[i]
 	t := ct.tool
 	args := encode(a.arguments)
 	if err := t.input.validateBytes(args, instanceLimits, "arguments"); err != nil {
-		return nil, &bridgeError{Code: "invalid_arguments", Message: err.Error() + "." + safeToRetry}
+		return nil, &bridgeError{Code: "invalid_arguments", Message: err.Error()}
 	}
 	req := request{method: t.method, path: ct.requestPath, header: a.opts.header, auth: a.opts.auth, limit: instanceLimits.bytes}
 	query := value{kind: kindObject, obj: []member{}}
@@ -323,13 +320,13 @@ func (b *bridge) call(ctx context.Context, _ *mcp.CallToolRequest, a *callArgs) 
 	} else {
 		req.body = args
 	}
-	allowed := t.effect == "read" || b.cfg.allowMutations
+	allowed := t.effect == "read" || b.client.allowMutations
 	if a.dryRun {
 		return dryRunDocument(ct, a, query, req.body, allowed), nil
 	}
 	if !allowed {
-		return nil, &bridgeError{Code: "mutations_disabled", Message: fmt.Sprintf("%s is a %s tool and mutations are disabled: start the server with --allow-mutations or NETBOX_MCP_ALLOW_MUTATIONS=1 to run it, or preview it with dry_run: true.%s",
-			ct.qualifiedName(), t.effect, safeToRetry)}
+		return nil, &bridgeError{Code: "mutations_disabled", Message: fmt.Sprintf("%s is a %s tool and mutations are disabled: start the server with --allow-mutations or NETBOX_MCP_ALLOW_MUTATIONS=1 to run it, or preview it with dry_run: true",
+			ct.qualifiedName(), t.effect)}
 	}
 	resp, err := b.client.do(ctx, req)
 	return responseDocument(ct, resp, err)
@@ -404,8 +401,8 @@ func responseDocument(ct catalogTool, resp *response, err error) ([]byte, error)
 	write := ct.tool.effect != "read"
 	var te *transportError
 	if errors.As(err, &te) && !te.sent {
-		return nil, &bridgeError{Code: "request_failed", Message: fmt.Sprintf("%s %s failed before anything was sent: %v.%s",
-			ct.tool.method, ct.requestPath, te.err, safeToRetry)}
+		return nil, &bridgeError{Code: "request_failed", Message: fmt.Sprintf("%s %s failed before anything was sent: %v",
+			ct.tool.method, ct.requestPath, te.err)}
 	}
 	be := &bridgeError{Dispatched: true}
 	if resp != nil {

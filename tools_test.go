@@ -95,7 +95,7 @@ func connect(t testing.TB, b *bridge, version string, opts *mcp.ClientOptions) *
 func newBridge(f *fakeNetBox, allowMutations bool) *bridge {
 	cfg := f.config()
 	cfg.allowMutations = allowMutations
-	return &bridge{cfg: cfg, client: f.client()}
+	return &bridge{client: testClient(f.t, cfg)}
 }
 
 // result is a tool result with its structured content decoded.
@@ -649,8 +649,7 @@ func TestConcurrentCalls(t *testing.T) {
 }
 
 func TestConfigErrorAnswersEveryCall(t *testing.T) {
-	b := &bridge{cfg: &config{timeout: time.Second}, cfgErr: errors.New("no NetBox URL: set NETBOX_URL")}
-	b.client = newClient(b.cfg)
+	b := &bridge{client: newClient(&config{timeout: time.Second}), cfgErr: errors.New("no NetBox URL: set NETBOX_URL")}
 	cs := connect(t, b, protocolVersions[0], nil)
 	for tool, args := range map[string]map[string]any{"plugin_list_tools": {}, "plugin_call_tool": {"plugin": "inv", "tool": "search"}} {
 		r := call(t, cs, tool, args)

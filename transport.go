@@ -27,12 +27,8 @@ var (
 // target request goes through do. It never follows redirects, keeps no cache,
 // bounds every body while it streams, and only ever talks to base.
 type client struct {
+	*config
 	http      *http.Client
-	base      string // scheme://host[:port][/prefix], no trailing slash
-	origin    string // scheme://host:port, case-folded, for link checks
-	prefix    string // path prefix of base, "" or "/netbox"
-	auth      string // Authorization header value, "" for none
-	timeout   time.Duration
 	userAgent string
 }
 
@@ -57,11 +53,7 @@ func newClient(cfg *config) *client {
 			Transport:     tr,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		base:      cfg.base,
-		origin:    cfg.origin,
-		prefix:    cfg.prefix,
-		auth:      cfg.auth,
-		timeout:   cfg.timeout,
+		config:    cfg,
 		userAgent: "netbox-plugin-bridge/" + bridgeVersion(),
 	}
 }
