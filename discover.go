@@ -61,15 +61,15 @@ type catalog struct {
 type scan struct {
 	c        *client
 	opts     callOptions
-	budget   *atomic.Int64 // aggregate body bytes left
-	requests atomic.Int32  // requests made
+	budget   atomic.Int64 // aggregate body bytes left
+	requests atomic.Int32 // requests made
 	inFlight chan struct{}
 	deadline context.Context
 }
 
 func (c *client) newScan(ctx context.Context, opts callOptions) (*scan, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(ctx, scanDeadline)
-	s := &scan{c: c, opts: opts, budget: new(atomic.Int64), deadline: ctx, inFlight: make(chan struct{}, scanConcurrency)}
+	s := &scan{c: c, opts: opts, deadline: ctx, inFlight: make(chan struct{}, scanConcurrency)}
 	s.budget.Store(scanByteLimit)
 	return s, cancel
 }
@@ -104,7 +104,7 @@ func (s *scan) fetch(path string, limit int) ([]byte, error) {
 		return nil, s.deadlineError()
 	}
 	resp, err := s.c.do(s.deadline, request{method: http.MethodGet, path: path, header: s.opts.header,
-		auth: s.opts.auth, limit: limit, budget: s.budget})
+		auth: s.opts.auth, limit: limit, budget: &s.budget})
 	<-s.inFlight
 	switch {
 	case s.deadline.Err() != nil:
@@ -243,16 +243,21 @@ type pluginResult struct {
 
 // plugin fetches one plugin root and, if it advertises, its manifest.
 func (s *scan) plugin(slug string) pluginResult {
-	root, err := s.get("/api/plugins/"+slug+"/", rootLimits)
-	if err != nil {
-		return pluginResult{slug, nil, err}
-	}
-	advertised, err := s.c.advertisement(root, slug)
+	advertised, err := s.advertises(slug)
 	if err != nil || !advertised {
 		return pluginResult{slug, nil, err}
 	}
 	m, err := s.manifest(slug)
 	return pluginResult{slug, m, err}
+}
+
+// advertises fetches the root of slug and reads its mcp member.
+func (s *scan) advertises(slug string) (bool, error) {
+	root, err := s.get("/api/plugins/"+slug+"/", rootLimits)
+	if err != nil {
+		return false, err
+	}
+	return s.c.advertisement(root, slug)
 }
 
 // errNotAdvertised is a plugin root without an mcp member.
@@ -270,11 +275,7 @@ func (c *client) scanOne(ctx context.Context, slug string, opts callOptions) (*c
 	var merr error
 	var wg sync.WaitGroup
 	wg.Go(func() { m, merr = s.manifest(slug) })
-	root, err := s.get("/api/plugins/"+slug+"/", rootLimits)
-	advertised := false
-	if err == nil {
-		advertised, err = c.advertisement(root, slug)
-	}
+	advertised, err := s.advertises(slug)
 	if err == nil && !advertised {
 		err = errNotAdvertised
 	}
@@ -420,10 +421,8 @@ func (c *client) resolveLink(link string) (string, error) {
 	if !strings.HasPrefix(path, "/api/") || !strings.HasSuffix(path, "/") {
 		return "", fmt.Errorf("link %s is not a normalized /api/…/ path", shown)
 	}
-	for _, seg := range strings.Split(path[1:len(path)-1], "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			return "", fmt.Errorf("link %s has an empty, . or .. segment", shown)
-		}
+	if badSegment(path[1 : len(path)-1]) {
+		return "", fmt.Errorf("link %s has an empty, . or .. segment", shown)
 	}
 	return path, nil
 }

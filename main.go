@@ -373,10 +373,8 @@ func joinToken(key, secret string) string {
 // authorization renders a token as its header: v2 tokens (nbt_…) as Bearer,
 // others as Token. The token itself never appears in the error.
 func authorization(token string) (string, error) {
-	for i := 0; i < len(token); i++ {
-		if c := token[i]; c < 0x21 || c == 0x7f {
-			return "", errors.New("the token contains a control character, space, CR, LF or NUL; set it without them")
-		}
+	if hasControl(token) || strings.Contains(token, " ") {
+		return "", errors.New("the token contains a control character, space, CR, LF or NUL; set it without them")
 	}
 	if strings.HasPrefix(token, "nbt_") {
 		return "Bearer " + token, nil
@@ -465,10 +463,8 @@ func parseProfile(data []byte, path, name string, named bool) (profile, error) {
 
 // normalizeURL checks NETBOX_URL and splits it into base, origin and prefix.
 func normalizeURL(raw string) (base, origin, prefix string, err error) {
-	for i := 0; i < len(raw); i++ {
-		if c := raw[i]; c < 0x21 || c == 0x7f {
-			return "", "", "", errors.New("contains a control character or space")
-		}
+	if hasControl(raw) || strings.Contains(raw, " ") {
+		return "", "", "", errors.New("contains a control character or space")
 	}
 	if !strings.Contains(raw, "://") {
 		// "host:8000" and "[::1]:8000" are hosts; "ftp:x" is a scheme.
@@ -493,10 +489,8 @@ func normalizeURL(raw string) (base, origin, prefix string, err error) {
 		return "", "", "", errors.New("must not contain percent-encoding")
 	}
 	prefix = strings.TrimRight(u.Path, "/")
-	for _, seg := range strings.Split(strings.TrimPrefix(prefix, "/"), "/") {
-		if prefix != "" && (seg == "" || seg == "." || seg == "..") {
-			return "", "", "", errors.New("path prefix has an empty, . or .. segment")
-		}
+	if prefix != "" && badSegment(prefix[1:]) {
+		return "", "", "", errors.New("path prefix has an empty, . or .. segment")
 	}
 	if origin, err = originOf(u.Scheme, u.Host); err != nil {
 		return "", "", "", err

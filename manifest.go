@@ -271,8 +271,7 @@ func checkToolPath(p string) error {
 		return fmt.Errorf("must be 2 to %d characters", pathLimit)
 	}
 	for i := 0; i < len(p); i++ {
-		c := p[i]
-		if !(c == '.' || c == '_' || c == '~' || c == '/' || c == '-' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+		if c := p[i]; !isAlnum(c) && !strings.ContainsRune("._~/-", rune(c)) {
 			return fmt.Errorf("character %q is not allowed (only A-Z a-z 0-9 . _ ~ / -)", c)
 		}
 	}
@@ -282,10 +281,23 @@ func checkToolPath(p string) error {
 	if p[len(p)-1] != '/' {
 		return fmt.Errorf("must end with /")
 	}
-	for _, seg := range strings.Split(p[:len(p)-1], "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			return fmt.Errorf("has an empty, . or .. segment")
-		}
+	if badSegment(p[:len(p)-1]) {
+		return fmt.Errorf("has an empty, . or .. segment")
 	}
 	return nil
+}
+
+// badSegment reports whether a slash-separated path has an empty, . or ..
+// segment.
+func badSegment(path string) bool {
+	return slices.ContainsFunc(strings.Split(path, "/"), func(seg string) bool { return seg == "" || seg == "." || seg == ".." })
+}
+
+// hasControl reports whether s holds an ASCII control character.
+func hasControl(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
+}
+
+func isAlnum(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }

@@ -690,12 +690,8 @@ func (p *problem) Error() string {
 // which clips it.
 func child(loc, key string) string {
 	plain := key != "" && len(key) <= clipLimit
-	for i := 0; i < len(key); i++ {
-		c := key[i]
-		if !(c == '_' || c == '$' || c == '-' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
-			plain = false
-			break
-		}
+	for i := 0; i < len(key) && plain; i++ {
+		plain = isAlnum(key[i]) || strings.IndexByte("_$-", key[i]) >= 0
 	}
 	switch {
 	case !plain:

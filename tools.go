@@ -210,18 +210,12 @@ func parseHeaders(entries []value) (http.Header, error) {
 		if slices.Contains(reservedHeaders, strings.ToLower(name)) {
 			return nil, fmt.Errorf("%s: header %s is set by the bridge and cannot be overridden", at, quote(name))
 		}
-		for j := 0; j < len(val); j++ {
-			if val[j] < 0x20 || val[j] == 0x7f {
-				return nil, fmt.Errorf("%s: the value of header %s contains a control character", at, quote(name))
-			}
+		if hasControl(val) {
+			return nil, fmt.Errorf("%s: the value of header %s contains a control character", at, quote(name))
 		}
 		h.Add(name, val)
 	}
 	return h, nil
-}
-
-func isAlnum(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }
 
 // ok renders a result document as structured content and as its JSON text.
