@@ -1132,11 +1132,17 @@ func (sc *scanner) validateObject(s *schema, loc string) error {
 			return &problem{loc, fmt.Sprintf("missing required property %s", quote(s.props[i].name))}
 		}
 	}
-	if s.minProps >= 0 && n < s.minProps {
-		return &problem{loc, fmt.Sprintf("has %d properties, fewer than minProperties %d", n, s.minProps)}
-	}
-	if s.maxProps >= 0 && n > s.maxProps {
-		return &problem{loc, fmt.Sprintf("has %d properties, more than maxProperties %d", n, s.maxProps)}
+	return checkCount(loc, "has %d properties", n, s.minProps, s.maxProps, "Properties")
+}
+
+// checkCount applies a min/max pair (-1 for unset) to a count; measured and
+// keyword render the message, built only on failure.
+func checkCount(loc, measured string, n, least, most int, keyword string) error {
+	switch {
+	case least >= 0 && n < least:
+		return &problem{loc, fmt.Sprintf(measured+", fewer than min%s %d", n, keyword, least)}
+	case most >= 0 && n > most:
+		return &problem{loc, fmt.Sprintf(measured+", more than max%s %d", n, keyword, most)}
 	}
 	return nil
 }
@@ -1179,13 +1185,7 @@ func (sc *scanner) validateArray(s *schema, loc string) error {
 	if s == nil {
 		return nil
 	}
-	if s.minItems >= 0 && n < s.minItems {
-		return &problem{loc, fmt.Sprintf("has %d items, fewer than minItems %d", n, s.minItems)}
-	}
-	if s.maxItems >= 0 && n > s.maxItems {
-		return &problem{loc, fmt.Sprintf("has %d items, more than maxItems %d", n, s.maxItems)}
-	}
-	return nil
+	return checkCount(loc, "has %d items", n, s.minItems, s.maxItems, "Items")
 }
 
 // uniqueKey renders a checked scalar token so that equal values of its type
@@ -1225,11 +1225,8 @@ func (s *schema) checkString(b []byte, ascii bool, loc string) error {
 		if !ascii {
 			n = utf8.RuneCount(b)
 		}
-		if s.minLength >= 0 && n < s.minLength {
-			return &problem{loc, fmt.Sprintf("is %d characters, fewer than minLength %d", n, s.minLength)}
-		}
-		if s.maxLength >= 0 && n > s.maxLength {
-			return &problem{loc, fmt.Sprintf("is %d characters, more than maxLength %d", n, s.maxLength)}
+		if err := checkCount(loc, "is %d characters", n, s.minLength, s.maxLength, "Length"); err != nil {
+			return err
 		}
 	}
 	if s.dateTime {
