@@ -114,7 +114,8 @@ func (s *scan) fetch(path string, limit int) ([]byte, error) {
 	case err != nil:
 		return nil, fmt.Errorf("GET %s: %w", path, err)
 	case resp.status != http.StatusOK:
-		return nil, &httpStatusError{path, resp.status, detail(resp.body)}
+		body, _ := decode(resp.body, instanceLimits)
+		return nil, &httpStatusError{path, resp.status, detail(body)}
 	}
 	return resp.body, nil
 }
@@ -138,9 +139,8 @@ func (e *httpStatusError) Error() string {
 }
 
 // detail renders the DRF {"detail": …} of an error body, if it has one.
-func detail(body []byte) string {
-	v, err := decode(body, instanceLimits)
-	if d, ok := v.get("detail"); err == nil && ok && d.kind == kindString {
+func detail(body value) string {
+	if d, ok := body.get("detail"); ok && d.kind == kindString {
 		return ": " + quote(clip(d.s, clipLimit))
 	}
 	return ""

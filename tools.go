@@ -398,13 +398,6 @@ func responseDocument(ct catalogTool, resp *response, err error) ([]byte, error)
 		return nil, &bridgeError{Code: "request_failed", Message: fmt.Sprintf("%s %s failed before anything was sent: %v",
 			ct.tool.method, ct.requestPath, te.err)}
 	}
-	be := &bridgeError{Dispatched: true}
-	if resp != nil {
-		be.Status = resp.status
-		if v, derr := decode(resp.body, instanceLimits); derr == nil && resp.body != nil {
-			be.Body = encode(v)
-		}
-	}
 	var problem string
 	switch {
 	case err != nil && resp != nil && resp.status >= 400:
@@ -412,7 +405,7 @@ func responseDocument(ct catalogTool, resp *response, err error) ([]byte, error)
 	case err != nil:
 		problem = err.Error()
 	case resp.status < 200 || resp.status > 299:
-		problem = fmt.Sprintf("HTTP %d%s", resp.status, detail(resp.body))
+		problem = fmt.Sprintf("HTTP %d", resp.status)
 	default:
 		body := json.RawMessage("null")
 		if ct.tool.method != http.MethodHead && resp.status != 204 && resp.status != 205 {
@@ -436,6 +429,17 @@ func responseDocument(ct catalogTool, resp *response, err error) ([]byte, error)
 			Headers map[string]string `json:"headers"`
 			Body    json.RawMessage   `json:"body"`
 		}{ct.plugin, ct.tool.name, ct.tool.effect, resp.status, headers, body})
+	}
+	// A failure reports its status, and its body when that is strict bounded JSON.
+	be := &bridgeError{Dispatched: true}
+	if resp != nil {
+		be.Status = resp.status
+		if v, derr := decode(resp.body, instanceLimits); derr == nil && resp.body != nil {
+			be.Body = encode(v)
+			if err == nil && (resp.status < 200 || resp.status > 299) {
+				problem += detail(v)
+			}
+		}
 	}
 	target := ct.tool.method + " " + ct.requestPath
 	switch {
