@@ -798,16 +798,13 @@ func releaseBinary(t testing.TB) string {
 	return builtBinary
 }
 
-// nodeClients returns the e2e directory with its npm packages installed,
-// installing them when they are missing. Without node the test is skipped on
-// a developer machine and fails in CI (BRIDGE_E2E=1).
+// nodeClients returns the e2e directory with its npm packages installed.
+// The npm clients run only with BRIDGE_E2E=1 (CI sets it); otherwise the
+// test skips, so the README's test command needs Go alone.
 func nodeClients(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		if os.Getenv("BRIDGE_E2E") != "" {
-			t.Fatal("node is not installed, and BRIDGE_E2E requires the end-to-end clients")
-		}
-		t.Skip("node is not installed: the end-to-end MCP client tests need Node.js 20 or later")
+	if os.Getenv("BRIDGE_E2E") != "1" {
+		t.Skip("end-to-end npm clients skipped: run with BRIDGE_E2E=1 (needs Node.js 20 and npm) to include them")
 	}
 	dir, _ := filepath.Abs("e2e")
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err != nil {

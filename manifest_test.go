@@ -132,7 +132,7 @@ func TestLocationsClipHostileKeys(t *testing.T) {
 }
 
 func TestValidManifests(t *testing.T) {
-	for _, f := range []string{"testdata/manifest-valid.json", filepath.Join(sharedDir, "fixtures", "proxbox_bridge_v1.json")} {
+	for _, f := range []string{"testdata/manifest-valid.json", filepath.Join(sharedDir, "proxbox", "proxbox_bridge_v1.json")} {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -155,7 +155,7 @@ func TestValidManifests(t *testing.T) {
 // TestProxboxContract runs the real producer's tools against realistic
 // arguments and responses.
 func TestProxboxContract(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(sharedDir, "fixtures", "proxbox_bridge_v1.json"))
+	data, err := os.ReadFile(filepath.Join(sharedDir, "proxbox", "proxbox_bridge_v1.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

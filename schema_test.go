@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -248,11 +247,12 @@ func FuzzCompileSchema(f *testing.F) {
 	})
 }
 
-// sharedDir holds the public corpora, the fixture and the benchmark inputs:
-// $BRIDGE_SHARED, else ../shared beside the repository (see README, "Tests").
-var sharedDir = cmp.Or(os.Getenv("BRIDGE_SHARED"), filepath.Join("..", "shared"))
-
-var conformanceDir = filepath.Join(sharedDir, "conformance")
+// The public corpora, the Proxbox fixture and the benchmark pair are copies
+// in testdata, each with its LICENSE and SOURCE.txt.
+var (
+	sharedDir      = "testdata"
+	conformanceDir = filepath.Join(sharedDir, "conformance")
+)
 
 // suiteLimits reads the corpora's own files, which are larger than any
 // bridge document.
