@@ -186,11 +186,13 @@ func parseArgs(raw json.RawMessage, s *schema) (*callArgs, error) {
 }
 
 // reservedHeaders are the caller header names the bridge itself controls
-// (SPEC §9), and the conditional ones, since SPEC §8 makes no conditional
-// requests.
+// (SPEC §9): its own request headers, the method overrides, which would let
+// a read tool write, and the idempotency keys, which would let Go's client
+// resend a write. Conditional headers (If-*) are refused by prefix.
 var reservedHeaders = []string{"authorization", "proxy-authorization", "cookie", "host", "accept", "accept-encoding",
 	"content-type", "content-length", "content-encoding", "transfer-encoding", "connection", "upgrade", "te",
-	"trailer", "keep-alive", "expect", "if-match", "if-none-match", "if-modified-since", "if-unmodified-since", "if-range"}
+	"trailer", "keep-alive", "expect", "x-http-method-override", "x-http-method", "x-method-override",
+	"idempotency-key", "x-idempotency-key"}
 
 // parseHeaders reads "Name: value" and "Name=value" entries.
 func parseHeaders(entries []value) (http.Header, error) {
@@ -207,7 +209,7 @@ func parseHeaders(entries []value) (http.Header, error) {
 				return nil, fmt.Errorf("%s: header name %s is not an RFC 9110 token", at, quote(clip(name, 100)))
 			}
 		}
-		if slices.Contains(reservedHeaders, strings.ToLower(name)) {
+		if lower := strings.ToLower(name); slices.Contains(reservedHeaders, lower) || strings.HasPrefix(lower, "if-") {
 			return nil, fmt.Errorf("%s: header %s is set by the bridge and cannot be overridden", at, quote(name))
 		}
 		if hasControl(val) {

@@ -110,6 +110,10 @@ func (c *client) do(ctx context.Context, req request) (*response, error) {
 	if err != nil {
 		return nil, &transportError{err: fmt.Errorf("bad request URL: %w", err)}
 	}
+	// Without GetBody, Go's transport cannot rewind the body, so it never
+	// resends a write: not after an HTTP/2 reset or GOAWAY, not on a dead
+	// kept-alive connection (SPEC §11: on the wire at most once).
+	hr.GetBody = nil
 	for name, values := range req.header {
 		hr.Header[name] = values
 	}
