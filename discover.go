@@ -1,7 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -18,11 +20,15 @@ const (
 	scanToolLimit    = 512
 	scanRequestLimit = 257
 	scanByteLimit    = 2 << 20
-	scanConcurrency  = 16 // requests in flight
 )
 
 // scanDeadline bounds one whole scan; tests shorten it.
 var scanDeadline = 30 * time.Second
+
+// fullScans bounds the full scans the process runs at once (SPEC §11): a
+// full scan holds up to 512 compiled tools, so the 33rd of 32 concurrent
+// plugin_list_tools calls waits, cancellable, in arrival order.
+var fullScans = newGate(2)
 
 // installedPlugins is NetBox's superuser listing, not a plugin.
 const installedPlugins = "installed-plugins"
@@ -57,75 +63,28 @@ type catalog struct {
 	problems []scanProblem
 }
 
-// scan is the state one discovery shares across its concurrent requests.
-type scan struct {
-	c        *client
-	opts     callOptions
-	budget   atomic.Int64 // aggregate body bytes left
-	requests atomic.Int32 // requests made
-	inFlight chan struct{}
-	deadline context.Context
+// bridgeError is the one error type of discovery and dispatch: a SPEC §9
+// code, a message that says what to do, and on which side of the write
+// boundary the failure happened.
+type bridgeError struct {
+	Code       string          `json:"code"`
+	Message    string          `json:"message"`
+	Plugin     string          `json:"plugin,omitempty"`
+	Tool       string          `json:"tool,omitempty"`
+	Dispatched bool            `json:"dispatched"`
+	Outcome    string          `json:"outcome,omitempty"`
+	Status     int             `json:"status,omitempty"`
+	Body       json.RawMessage `json:"body,omitempty"`
+	cause      error
 }
 
-func (c *client) newScan(ctx context.Context, opts callOptions) (*scan, context.CancelFunc) {
-	ctx, cancel := context.WithTimeout(ctx, scanDeadline)
-	s := &scan{c: c, opts: opts, deadline: ctx, inFlight: make(chan struct{}, scanConcurrency)}
-	s.budget.Store(scanByteLimit)
-	return s, cancel
-}
+func (e *bridgeError) Error() string { return e.Message }
+func (e *bridgeError) Unwrap() error { return e.cause }
 
 // scanLimitError ends the whole scan (SPEC §3 limits, fail closed).
 type scanLimitError struct{ msg string }
 
 func (e *scanLimitError) Error() string { return e.msg }
-
-// get fetches one discovery document and decodes it within lim.
-func (s *scan) get(path string, lim limits) (value, error) {
-	data, err := s.fetch(path, lim.bytes)
-	if err != nil {
-		return value{}, err
-	}
-	v, err := decode(data, lim)
-	if err != nil {
-		return value{}, fmt.Errorf("GET %s: %w", path, err)
-	}
-	return v, nil
-}
-
-// fetch GETs one discovery document within the scan's limits and returns
-// its body when the status is 200.
-func (s *scan) fetch(path string, limit int) ([]byte, error) {
-	if s.requests.Add(1) > scanRequestLimit {
-		return nil, &scanLimitError{fmt.Sprintf("the scan needs more than %d discovery requests", scanRequestLimit)}
-	}
-	select {
-	case s.inFlight <- struct{}{}:
-	case <-s.deadline.Done():
-		return nil, s.deadlineError()
-	}
-	resp, err := s.c.do(s.deadline, request{method: http.MethodGet, path: path, header: s.opts.header,
-		auth: s.opts.auth, limit: limit, budget: &s.budget})
-	<-s.inFlight
-	switch {
-	case s.deadline.Err() != nil:
-		return nil, s.deadlineError()
-	case errors.Is(err, errBudget):
-		return nil, &scanLimitError{fmt.Sprintf("GET %s: %v (%d bytes)", path, errBudget, scanByteLimit)}
-	case err != nil:
-		return nil, fmt.Errorf("GET %s: %w", path, err)
-	case resp.status != http.StatusOK:
-		body, _ := decode(resp.body, instanceLimits)
-		return nil, &httpStatusError{path, resp.status, detail(body)}
-	}
-	return resp.body, nil
-}
-
-func (s *scan) deadlineError() error {
-	if errors.Is(s.deadline.Err(), context.Canceled) {
-		return &scanLimitError{"the scan was cancelled"}
-	}
-	return &scanLimitError{fmt.Sprintf("the scan took longer than %v", scanDeadline)}
-}
 
 // httpStatusError is a discovery document that was not 200 OK.
 type httpStatusError struct {
@@ -138,6 +97,91 @@ func (e *httpStatusError) Error() string {
 	return fmt.Sprintf("GET %s: HTTP %d%s", e.path, e.status, e.detail)
 }
 
+// errNotAdvertised is a plugin root without an mcp member.
+var errNotAdvertised = errors.New("the plugin root does not advertise an MCP manifest")
+
+// discoveryError assigns a discovery failure its SPEC §9 code.
+func discoveryError(slug string, err error) *bridgeError {
+	be := &bridgeError{Code: "discovery_failed", Message: err.Error(), Plugin: slug, cause: err}
+	var hs *httpStatusError
+	switch {
+	case errors.Is(err, errNotAdvertised):
+		be.Code = "not_advertised"
+		be.Message = fmt.Sprintf("plugin %s: %v", quote(slug), err)
+	case errors.As(err, &hs) && hs.status == http.StatusNotFound && hs.path == "/api/plugins/"+slug+"/":
+		be.Code = "plugin_not_found"
+		be.Message = fmt.Sprintf("NetBox has no API root for plugin %s (%v)", quote(slug), err)
+	}
+	return be
+}
+
+// discovery is the state one scan shares across its concurrent requests.
+type discovery struct {
+	c        *client
+	opts     callOptions
+	budget   atomic.Int64 // aggregate body bytes left
+	requests atomic.Int32 // requests made
+	inFlight chan struct{}
+	stop     context.CancelCauseFunc
+}
+
+// newDiscovery starts a scan: its context ends at the scan deadline, or at
+// once when a limit breaks, which stops every request still outstanding.
+func (c *client) newDiscovery(ctx context.Context, opts callOptions) (*discovery, context.Context, context.CancelFunc) {
+	ctx, stop := context.WithCancelCause(ctx)
+	ctx, cancel := context.WithTimeoutCause(ctx, scanDeadline, &scanLimitError{fmt.Sprintf("the scan took longer than %v", scanDeadline)})
+	d := &discovery{c: c, opts: opts, inFlight: make(chan struct{}, requestsInFlight), stop: stop}
+	d.budget.Store(scanByteLimit)
+	return d, ctx, func() { cancel(); stop(nil) }
+}
+
+// fail ends the scan with a broken limit.
+func (d *discovery) fail(msg string) error {
+	err := &scanLimitError{msg}
+	d.stop(err)
+	return err
+}
+
+// ended is why the scan's context ended: a broken limit, the deadline, or
+// the caller's cancellation.
+func ended(ctx context.Context) error {
+	var limit *scanLimitError
+	if errors.As(context.Cause(ctx), &limit) {
+		return limit
+	}
+	return &scanLimitError{"the scan was cancelled"}
+}
+
+// fetch GETs one discovery document within the scan's limits and, when the
+// status is 200, hands its body to use before releasing it.
+func (d *discovery) fetch(ctx context.Context, path string, limit int, use func([]byte) error) error {
+	if d.requests.Add(1) > scanRequestLimit {
+		return d.fail(fmt.Sprintf("the scan needs more than %d discovery requests", scanRequestLimit))
+	}
+	select {
+	case d.inFlight <- struct{}{}:
+	case <-ctx.Done():
+		return ended(ctx)
+	}
+	resp, err := d.c.do(ctx, request{method: http.MethodGet, path: path, header: d.opts.header,
+		auth: d.opts.auth, limit: limit, budget: &d.budget})
+	<-d.inFlight
+	switch {
+	case ctx.Err() != nil:
+		return ended(ctx)
+	case errors.Is(err, errBudget):
+		return d.fail(fmt.Sprintf("GET %s: %v (%d bytes)", path, errBudget, scanByteLimit))
+	case err != nil:
+		return fmt.Errorf("GET %s: %w", path, err)
+	}
+	defer resp.release()
+	if resp.status != http.StatusOK {
+		body, _ := decode(resp.body, instanceLimits)
+		return &httpStatusError{path, resp.status, detail(body)}
+	}
+	return use(resp.body)
+}
+
 // detail renders the DRF {"detail": …} of an error body, if it has one.
 func detail(body value) string {
 	if d, ok := body.get("detail"); ok && d.kind == kindString {
@@ -146,80 +190,93 @@ func detail(body value) string {
 	return ""
 }
 
-// scanAll discovers every participating plugin. One plugin's problem hides
+// scanAll discovers every participating plugin (SPEC §3): the plugin list,
+// then the roots and manifests concurrently. One plugin's problem hides
 // nothing else; a broken limit fails the whole scan.
 func (c *client) scanAll(ctx context.Context, opts callOptions) (*catalog, error) {
-	s, cancel := c.newScan(ctx, opts)
+	if err := fullScans.acquire(ctx, 1); err != nil {
+		return nil, discoveryError("", &scanLimitError{"the scan was cancelled while it waited for another to finish"})
+	}
+	defer fullScans.release(1)
+	d, ctx, cancel := c.newDiscovery(ctx, opts)
 	defer cancel()
-	list, err := s.get("/api/plugins/", rootLimits)
+	cat := &catalog{}
+	var slugs []string
+	err := d.fetch(ctx, "/api/plugins/", rootLimits.bytes, func(body []byte) (err error) {
+		slugs, cat.problems, err = c.pluginSlugs(body)
+		return err
+	})
+	if err == nil && len(slugs) > scanRootLimit {
+		err = fmt.Errorf("NetBox lists %d plugin roots, more than %d", len(slugs), scanRootLimit)
+	}
 	if err != nil {
 		return nil, discoveryError("", err)
 	}
-	if list.kind != kindObject {
-		return nil, &bridgeError{Code: "discovery_failed", Message: "GET /api/plugins/: the plugin list is not an object"}
+	manifests := make([]*manifest, len(slugs))
+	errs := make([]error, len(slugs))
+	var wg sync.WaitGroup
+	var done atomic.Int32
+	for i, slug := range slugs {
+		wg.Go(func() {
+			manifests[i], errs[i] = d.plugin(ctx, slug)
+			if opts.progress != nil {
+				opts.progress(int(done.Add(1)), len(slugs))
+			}
+		})
 	}
-	cat := &catalog{}
-	links := map[string]string{} // slug → root path
+	wg.Wait()
+	if ctx.Err() != nil {
+		return nil, discoveryError("", ended(ctx))
+	}
+	total := 0
+	for i, slug := range slugs {
+		if errs[i] != nil {
+			be := discoveryError(slug, errs[i])
+			cat.problems = append(cat.problems, scanProblem{slug, be.Code, be.Message})
+		} else if manifests[i] != nil {
+			total += len(manifests[i].tools)
+			cat.add(slug, manifests[i])
+		}
+	}
+	if total > scanToolLimit {
+		return nil, discoveryError("", fmt.Errorf("the plugins advertise %d tools, more than %d", total, scanToolLimit))
+	}
+	cat.sort()
+	return cat, nil
+}
+
+// pluginSlugs reads the plugin list: label → link. Each link only names a
+// slug (SPEC §3); a bad entry, or a slug listed twice with different links,
+// is a problem of its own.
+func (c *client) pluginSlugs(body []byte) ([]string, []scanProblem, error) {
+	list, err := decode(body, rootLimits)
+	if err != nil {
+		return nil, nil, fmt.Errorf("GET /api/plugins/: %w", err)
+	}
+	if list.kind != kindObject {
+		return nil, nil, errors.New("GET /api/plugins/: the plugin list is not an object")
+	}
+	links := map[string]string{} // slug → its link, "" once it is a problem
 	var slugs []string
+	var ps []scanProblem
 	for _, m := range list.obj {
 		if m.key == installedPlugins {
 			continue
 		}
 		slug, err := c.pluginRoot(m.val)
-		if err != nil {
-			cat.problems = append(cat.problems, scanProblem{m.key, "discovery_failed", fmt.Sprintf("plugin list entry %s: %v", quote(m.key), err)})
-			continue
-		}
-		if prev, dup := links[slug]; dup {
-			if prev != "" && prev != m.val.s { // "" is already excluded and reported
-				cat.problems = append(cat.problems, scanProblem{slug, "discovery_failed", fmt.Sprintf("plugin %s is listed twice with different links", quote(slug))})
-				links[slug] = "" // excluded
-			}
-			continue
-		}
-		links[slug] = m.val.s
-		slugs = append(slugs, slug)
-	}
-	slugs = slices.DeleteFunc(slugs, func(s string) bool { return links[s] == "" })
-	if len(slugs) > scanRootLimit {
-		return nil, &bridgeError{Code: "discovery_failed", Message: fmt.Sprintf("NetBox lists %d plugin roots, more than %d", len(slugs), scanRootLimit)}
-	}
-	results := make([]pluginResult, len(slugs))
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	done := 0
-	for i, slug := range slugs {
-		wg.Go(func() {
-			results[i] = s.plugin(slug)
-			if opts.progress != nil {
-				mu.Lock()
-				done++
-				opts.progress(done, len(slugs))
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	total := 0
-	for _, r := range results {
-		var limit *scanLimitError
-		if errors.As(r.err, &limit) {
-			return nil, discoveryError("", r.err)
-		}
+		prev, listed := links[slug]
 		switch {
-		case r.err != nil:
-			be := discoveryError(r.slug, r.err)
-			cat.problems = append(cat.problems, scanProblem{r.slug, be.Code, be.Message})
-		case r.manifest != nil:
-			total += len(r.manifest.tools)
-			cat.add(r.slug, r.manifest)
+		case err != nil:
+			ps = append(ps, scanProblem{clip(m.key, clipLimit), "discovery_failed", fmt.Sprintf("plugin list entry %s: %v", quote(m.key), err)})
+		case !listed:
+			links[slug] = m.val.s
+			slugs = append(slugs, slug)
+		case prev != "" && prev != m.val.s:
+			ps = append(ps, scanProblem{slug, "discovery_failed", fmt.Sprintf("plugin %s is listed twice with different links", quote(slug))})
+			links[slug] = ""
 		}
 	}
-	if total > scanToolLimit {
-		return nil, &bridgeError{Code: "discovery_failed", Message: fmt.Sprintf("the plugins advertise %d tools, more than %d", total, scanToolLimit)}
-	}
-	cat.sort()
-	return cat, nil
+	return slices.DeleteFunc(slugs, func(s string) bool { return links[s] == "" }), ps, nil
 }
 
 func (cat *catalog) add(slug string, m *manifest) {
@@ -233,35 +290,29 @@ func (cat *catalog) sort() {
 	slices.SortStableFunc(cat.problems, func(a, b scanProblem) int { return strings.Compare(a.Plugin, b.Plugin) })
 }
 
-// pluginResult is the outcome of one plugin's discovery: a manifest, nothing
-// (the plugin does not participate), or an error.
-type pluginResult struct {
-	slug     string
-	manifest *manifest
-	err      error
-}
-
-// plugin fetches one plugin root and, if it advertises, its manifest.
-func (s *scan) plugin(slug string) pluginResult {
-	advertised, err := s.advertises(slug)
+// plugin fetches one plugin root and, if it advertises, its manifest: nil
+// and no error for a plugin that does not participate.
+func (d *discovery) plugin(ctx context.Context, slug string) (*manifest, error) {
+	advertised, err := d.advertises(ctx, slug)
 	if err != nil || !advertised {
-		return pluginResult{slug, nil, err}
+		return nil, err
 	}
-	m, err := s.manifest(slug)
-	return pluginResult{slug, m, err}
+	return d.manifest(ctx, slug)
 }
 
 // advertises fetches the root of slug and reads its mcp member.
-func (s *scan) advertises(slug string) (bool, error) {
-	root, err := s.get("/api/plugins/"+slug+"/", rootLimits)
-	if err != nil {
-		return false, err
-	}
-	return s.c.advertisement(root, slug)
+func (d *discovery) advertises(ctx context.Context, slug string) (advertised bool, err error) {
+	path := "/api/plugins/" + slug + "/"
+	err = d.fetch(ctx, path, rootLimits.bytes, func(body []byte) error {
+		root, err := decode(body, rootLimits)
+		if err != nil {
+			return fmt.Errorf("GET %s: %w", path, err)
+		}
+		advertised, err = d.c.advertisement(root, slug)
+		return err
+	})
+	return advertised, err
 }
-
-// errNotAdvertised is a plugin root without an mcp member.
-var errNotAdvertised = errors.New("the plugin root does not advertise an MCP manifest")
 
 // scanOne discovers the selected plugin and fails closed on any problem. It
 // fetches the root and the manifest concurrently: one round trip.
@@ -269,21 +320,21 @@ func (c *client) scanOne(ctx context.Context, slug string, opts callOptions) (*c
 	if !slugPattern.MatchString(slug) {
 		return nil, &bridgeError{Code: "invalid_request", Message: fmt.Sprintf("plugin %s is not a plugin slug (%s)", quote(slug), slugPattern)}
 	}
-	s, cancel := c.newScan(ctx, opts)
+	d, ctx, cancel := c.newDiscovery(ctx, opts)
 	defer cancel()
 	var m *manifest
 	var merr error
 	var wg sync.WaitGroup
-	wg.Go(func() { m, merr = s.manifest(slug) })
-	advertised, err := s.advertises(slug)
+	wg.Go(func() { m, merr = d.manifest(ctx, slug) })
+	advertised, err := d.advertises(ctx, slug)
 	if err == nil && !advertised {
 		err = errNotAdvertised
 	}
-	wg.Wait()
-	if err == nil {
-		err = merr
-	}
 	if err != nil {
+		cancel() // the manifest is of no use now
+	}
+	wg.Wait()
+	if err = cmp.Or(err, merr); err != nil {
 		return nil, discoveryError(slug, err)
 	}
 	cat := &catalog{}
@@ -292,57 +343,41 @@ func (c *client) scanOne(ctx context.Context, slug string, opts callOptions) (*c
 	return cat, nil
 }
 
-// discoveryError maps a discovery failure to its SPEC §9 code.
-func discoveryError(slug string, err error) *bridgeError {
-	be := &bridgeError{Code: "discovery_failed", Message: err.Error(), Plugin: slug, cause: err}
-	var hs *httpStatusError
-	switch {
-	case errors.As(err, &be):
-		return be
-	case errors.Is(err, errNotAdvertised):
-		be.Code = "not_advertised"
-		be.Message = fmt.Sprintf("plugin %s: %v", quote(slug), err)
-	case errors.As(err, &hs) && hs.status == http.StatusNotFound && slug != "" && hs.path == "/api/plugins/"+slug+"/":
-		be.Code = "plugin_not_found"
-		be.Message = fmt.Sprintf("NetBox has no API root for plugin %s (%v)", quote(slug), err)
-	}
-	return be
-}
-
 // manifest fetches and checks the manifest of slug.
-func (s *scan) manifest(slug string) (*manifest, error) {
+func (d *discovery) manifest(ctx context.Context, slug string) (m *manifest, err error) {
 	path := "/api/plugins/" + slug + "/mcp/"
-	data, err := s.fetch(path, manifestLimits.bytes)
-	if err != nil {
-		return nil, err
-	}
-	m, ps := parseManifest(data)
-	if len(ps) > 0 {
-		msg := ps[0].Error()
-		if len(ps) > 1 {
-			msg += fmt.Sprintf(" (and %d more problems; 'netbox-plugin-bridge check' lists them)", len(ps)-1)
+	err = d.fetch(ctx, path, manifestLimits.bytes, func(body []byte) error {
+		var ps problems
+		if m, ps = parseManifest(body); len(ps) > 0 {
+			msg := ps[0].Error()
+			if len(ps) > 1 {
+				msg += fmt.Sprintf(" (and %d more problems; 'netbox-plugin-bridge check' lists them)", len(ps)-1)
+			}
+			return fmt.Errorf("manifest %s: %s", path, msg)
 		}
-		return nil, fmt.Errorf("manifest %s: %s", path, msg)
-	}
-	if m.plugin != slug {
-		return nil, fmt.Errorf("manifest %s declares plugin %s, not %s", path, quote(m.plugin), quote(slug))
-	}
-	return m, nil
+		if m.plugin != slug {
+			return fmt.Errorf("manifest %s declares plugin %s, not %s", path, quote(m.plugin), quote(slug))
+		}
+		return nil
+	})
+	return m, err
 }
 
-// pluginRoot checks one link of the plugin list and returns its slug.
+// pluginRoot checks one link of the plugin list and returns its slug. The
+// link only names the slug: its origin is not checked, since the bridge
+// requests the configured origin anyway.
 func (c *client) pluginRoot(link value) (string, error) {
 	if link.kind != kindString {
 		return "", errors.New("the link is not a string")
 	}
-	path, err := c.resolveLink(link.s)
+	path, err := c.resolveLink(link.s, false)
 	if err != nil {
 		return "", err
 	}
 	slug, ok := strings.CutPrefix(path, "/api/plugins/")
 	slug, ok2 := strings.CutSuffix(slug, "/")
 	if !ok || !ok2 || !slugPattern.MatchString(slug) {
-		return "", fmt.Errorf("link %s is not a plugin API root /api/plugins/<slug>/", quote(clip(link.s, clipLimit)))
+		return "", fmt.Errorf("link %s is not a plugin API root /api/plugins/<slug>/", quote(link.s))
 	}
 	return slug, nil
 }
@@ -357,32 +392,27 @@ func (c *client) advertisement(root value, slug string) (bool, error) {
 	if !found || ad.kind == kindNull {
 		return false, nil
 	}
-	bad := func(format string, args ...any) (bool, error) {
-		return false, fmt.Errorf("plugin %s: invalid mcp advertisement: "+format, append([]any{quote(slug)}, args...)...)
-	}
-	if ad.kind != kindObject || len(ad.obj) != 2 {
-		return bad(`must be exactly {"schema_version": "1", "manifest": "<link>"}`)
-	}
 	version, _ := ad.get("schema_version")
 	link, _ := ad.get("manifest")
-	if version.kind != kindString || version.s != "1" || link.kind != kindString {
-		return bad(`must be exactly {"schema_version": "1", "manifest": "<link>"}`)
+	if ad.kind != kindObject || len(ad.obj) != 2 || version.kind != kindString || version.s != "1" || link.kind != kindString {
+		return false, fmt.Errorf(`plugin %s: invalid mcp advertisement: must be exactly {"schema_version": "1", "manifest": "<link>"}`, quote(slug))
 	}
-	path, err := c.resolveLink(link.s)
+	path, err := c.resolveLink(link.s, true)
+	if err == nil && path != "/api/plugins/"+slug+"/mcp/" {
+		err = fmt.Errorf("manifest link %s is not /api/plugins/%s/mcp/", quote(link.s), slug)
+	}
 	if err != nil {
-		return bad("%v", err)
-	}
-	if want := "/api/plugins/" + slug + "/mcp/"; path != want {
-		return bad("manifest link %s is not %s", quote(clip(link.s, clipLimit)), want)
+		return false, fmt.Errorf("plugin %s: invalid mcp advertisement: %v", quote(slug), err)
 	}
 	return true, nil
 }
 
 // resolveLink checks a link that NetBox returned (absolute or root-relative)
-// and returns its base-relative path (SPEC §3): same origin, no escapes,
-// credentials, query or fragment, normalized, the configured prefix stripped.
-func (c *client) resolveLink(link string) (string, error) {
-	shown := quote(clip(link, clipLimit))
+// and returns its base-relative path (SPEC §3): same origin when sameOrigin,
+// no escapes, credentials, query or fragment, normalized, the configured
+// prefix stripped.
+func (c *client) resolveLink(link string, sameOrigin bool) (string, error) {
+	shown := quote(link)
 	for i := 0; i < len(link); i++ {
 		switch ch := link[i]; {
 		case ch == '%' || ch == '\\':
@@ -403,47 +433,24 @@ func (c *client) resolveLink(link string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("link %s: %v", shown, err)
 		}
-		if origin != c.origin {
+		if sameOrigin && origin != c.origin {
 			return "", fmt.Errorf("link %s has origin %s, but NetBox is configured as %s; behind a reverse proxy, "+
 				"check that it forwards X-Forwarded-Proto and Host", shown, clip(origin, clipLimit), c.origin)
 		}
 		path = "/" + p
+	}
+	if c.prefix != "" && strings.HasPrefix(path, c.prefix+"/api/") {
+		path = path[len(c.prefix):]
 	}
 	switch {
 	case strings.HasPrefix(path, "//"):
 		return "", fmt.Errorf("link %s has an empty segment", shown)
 	case !strings.HasPrefix(path, "/"):
 		return "", fmt.Errorf("link %s is neither absolute nor root-relative", shown)
-	}
-	if c.prefix != "" && strings.HasPrefix(path, c.prefix+"/api/") {
-		path = path[len(c.prefix):]
-	}
-	if !strings.HasPrefix(path, "/api/") || !strings.HasSuffix(path, "/") {
+	case !strings.HasPrefix(path, "/api/") || !strings.HasSuffix(path, "/"):
 		return "", fmt.Errorf("link %s is not a normalized /api/…/ path", shown)
-	}
-	if badSegment(path[1 : len(path)-1]) {
+	case badSegment(path[1 : len(path)-1]):
 		return "", fmt.Errorf("link %s has an empty, . or .. segment", shown)
 	}
 	return path, nil
-}
-
-// originOf normalizes scheme and authority to scheme://host:port.
-func originOf(scheme, authority string) (string, error) {
-	scheme = strings.ToLower(scheme)
-	port := map[string]string{"http": "80", "https": "443"}[scheme]
-	if port == "" {
-		return "", fmt.Errorf("scheme %s is not http or https", quote(scheme))
-	}
-	host := authority
-	if i := strings.LastIndexByte(authority, ':'); i >= 0 && !strings.Contains(authority[i:], "]") {
-		host, port = authority[:i], authority[i+1:]
-		if port == "" || strings.Trim(port, "0123456789") != "" {
-			return "", fmt.Errorf("port %s is not a number", quote(port))
-		}
-		port = strings.TrimLeft(port, "0")
-	}
-	if host == "" {
-		return "", errors.New("no host")
-	}
-	return scheme + "://" + strings.ToLower(host) + ":" + port, nil
 }

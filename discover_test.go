@@ -767,12 +767,17 @@ type linkForm struct {
 
 func trimSlash(p string) string { return p[:len(p)-1] }
 
-var rejectedLinks = []linkForm{
+// crossOriginLinks name another origin: a manifest link must not (SPEC §3),
+// while a plugin-list link only names a slug, whatever its origin.
+var crossOriginLinks = []linkForm{
 	{"other scheme", func(o, port, p string) string { return "https://127.0.0.1:" + port + p }, "has origin https://127.0.0.1:"},
-	{"non-http scheme", func(o, port, p string) string { return "ftp://127.0.0.1:" + port + p }, `scheme "ftp" is not http or https`},
 	{"other host", func(o, port, p string) string { return "http://localhost:" + port + p }, "has origin http://localhost:"},
 	{"other port", func(o, port, p string) string { return "http://127.0.0.1:1" + p }, "has origin http://127.0.0.1:1,"},
 	{"default port", func(o, port, p string) string { return "http://127.0.0.1" + p }, "has origin http://127.0.0.1:80,"},
+}
+
+var rejectedLinks = []linkForm{
+	{"non-http scheme", func(o, port, p string) string { return "ftp://127.0.0.1:" + port + p }, `scheme "ftp" is not http or https`},
 	{"bad port", func(o, port, p string) string { return "http://127.0.0.1:" + port + "x" + p }, "is not a number"},
 	{"no host", func(o, port, p string) string { return "http://" + p }, "no host"},
 	{"percent", func(o, port, p string) string { return trimSlash(p) + "%2F/" }, `contains '%'`},
@@ -829,6 +834,18 @@ func TestScanRejectsPluginLinks(t *testing.T) {
 			}
 		})
 	}
+	// Another origin in a list link still names the slug: the plugin is
+	// discovered from the configured origin, as --plugin would find it.
+	for _, form := range crossOriginLinks {
+		t.Run("accepted "+form.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFakeNetBox(t)
+			f.setPlugin("x", &fakePlugin{link: form.link(f.URL, portOf(t, f.URL), "/api/plugins/x/"), manifest: manifestJSON("x", readTool("list"))})
+			if cat := scanAllOK(t, f.client()); len(cat.problems) != 0 || !slices.Equal(toolNames(cat), []string{"x.list"}) {
+				t.Errorf("problems %v, tools %v; want x.list", cat.problems, toolNames(cat))
+			}
+		})
+	}
 	t.Run("not a string", func(t *testing.T) {
 		t.Parallel()
 		f := newFakeNetBox(t)
@@ -844,7 +861,7 @@ func TestScanRejectsPluginLinks(t *testing.T) {
 
 func TestScanRejectsManifestLinks(t *testing.T) {
 	t.Parallel()
-	forms := append(slices.Clone(rejectedLinks),
+	forms := append(slices.Concat(rejectedLinks, crossOriginLinks),
 		linkForm{"another plugin", func(o, port, p string) string { return "/api/plugins/y/mcp/" }, "is not /api/plugins/x/mcp/"},
 		linkForm{"the plugin root", func(o, port, p string) string { return "/api/plugins/x/" }, "is not /api/plugins/x/mcp/"},
 		linkForm{"below mcp", func(o, port, p string) string { return p + "extra/" }, "is not /api/plugins/x/mcp/"},
@@ -884,19 +901,19 @@ func TestResolveLink(t *testing.T) {
 		"https://netbox.example.com:443/api/plugins/x/":        "/api/plugins/x/",
 		"https://netbox.example.com/netbox/api/plugins/x/..x/": "/api/plugins/x/..x/",
 	} {
-		if got, err := c.resolveLink(link); err != nil || got != want {
+		if got, err := c.resolveLink(link, true); err != nil || got != want {
 			t.Errorf("%s: %q, %v; want %q", link, got, err, want)
 		}
 	}
 	for _, link := range []string{"http://netbox.example.com/api/plugins/x/", "https://netbox.example.com:8443/api/plugins/x/",
 		"https://netbox.example.com.evil/api/plugins/x/", "/netboxx/api/plugins/x/", "/netbox/netbox/api/plugins/x/",
 		"/netbox/", "/netbox", "https://netbox.example.com", "https://[::1]/api/plugins/x/", ""} {
-		if got, err := c.resolveLink(link); err == nil {
+		if got, err := c.resolveLink(link, true); err == nil {
 			t.Errorf("%s: accepted as %q", link, got)
 		}
 	}
 	// A hostile host is named, clipped, beside the configured origin.
-	if _, err := c.resolveLink("https://" + strings.Repeat("q", 5000) + "/api/plugins/x/"); err == nil || strings.Count(err.Error(), "q") > 2*clipLimit+10 {
+	if _, err := c.resolveLink("https://"+strings.Repeat("q", 5000)+"/api/plugins/x/", true); err == nil || strings.Count(err.Error(), "q") > 2*clipLimit+10 {
 		t.Errorf("a long cross-origin link: %d bytes of error", len(fmt.Sprint(err)))
 	}
 }
@@ -904,15 +921,19 @@ func TestResolveLink(t *testing.T) {
 func TestScanCrossOriginMessage(t *testing.T) {
 	t.Parallel()
 	// A reverse proxy without X-Forwarded-Proto/Host makes NetBox build
-	// links with its internal origin.
+	// links with its internal origin: the list's links still name the
+	// plugins, the manifest link fails closed and says why.
 	f := newFakeNetBox(t)
-	f.setPlugin("x", &fakePlugin{link: "http://netbox-internal:8000/api/plugins/x/"})
+	f.setPlugin("x", &fakePlugin{link: "http://netbox-internal:8000/api/plugins/x/",
+		root: `{"mcp": {"schema_version": "1", "manifest": "http://netbox-internal:8000/api/plugins/x/mcp/"}}`, manifest: manifestJSON("x", readTool("list"))})
 	cat := scanAllOK(t, f.client())
 	configured := "http://127.0.0.1:" + portOf(t, f.URL)
 	onlyProblem(t, cat, "x", "discovery_failed", "has origin http://netbox-internal:8000, but NetBox is configured as "+configured)
 	if !strings.Contains(cat.problems[0].Error, "X-Forwarded-Proto") {
 		t.Errorf("problem %q does not name the forwarded headers", cat.problems[0].Error)
 	}
+	// The full scan and --plugin agree.
+	scanOneFails(t, f.client(), "x", "discovery_failed", "has origin http://netbox-internal:8000")
 }
 
 // ---- advertisements and manifests ----
@@ -1075,7 +1096,7 @@ func TestScanAllBoundedConcurrency(t *testing.T) {
 	for i := range 40 {
 		f.addPlugin(fmt.Sprintf("p%02d", i), readTool("list"))
 	}
-	b := newBarrier(scanConcurrency)
+	b := newBarrier(16)
 	f.locked(func() {
 		f.before = func(r *http.Request) {
 			if r.URL.Path != "/api/plugins/" {
@@ -1087,8 +1108,8 @@ func TestScanAllBoundedConcurrency(t *testing.T) {
 	if len(cat.tools) != 40 {
 		t.Fatalf("%d tools", len(cat.tools))
 	}
-	if !b.reached.Load() || f.peakInFlight() != scanConcurrency {
-		t.Errorf("peak in flight %d, want exactly %d", f.peakInFlight(), scanConcurrency)
+	if !b.reached.Load() || f.peakInFlight() != 16 { // SPEC §3: 16 requests in flight
+		t.Errorf("peak in flight %d, want exactly %d", f.peakInFlight(), 16)
 	}
 }
 
@@ -1230,7 +1251,7 @@ func TestScanAggregateBudget(t *testing.T) {
 	for _, extra := range []int{0, 1} {
 		t.Run(strconv.Itoa(scanByteLimit+extra), func(t *testing.T) {
 			t.Parallel()
-			const n = scanConcurrency
+			const n = 16
 			f := newFakeNetBox(t)
 			for i := range n {
 				f.addPlugin(fmt.Sprintf("p%02d", i))
@@ -1817,7 +1838,7 @@ func TestTransportErrorSent(t *testing.T) {
 	// Through scan: a refused NetBox is an error without a response.
 	_, err = rawClient(t, refused, 2*time.Second).scanAll(context.Background(), callOptions{})
 	be := asBridgeError(t, err)
-	if !errors.As(be.cause, &te) || te.resp != nil || te.sent {
+	if !errors.As(be, &te) || te.resp != nil || te.sent {
 		t.Errorf("scan of a refused NetBox: %v", err)
 	}
 }
@@ -1872,7 +1893,7 @@ func FuzzResolveLink(f *testing.F) {
 	base, origin, prefix, _ := normalizeURL("http://127.0.0.1:8000/netbox")
 	c := newClient(&config{base: base, origin: origin, prefix: prefix, timeout: time.Second})
 	f.Fuzz(func(t *testing.T, link string) {
-		path, err := c.resolveLink(link)
+		path, err := c.resolveLink(link, true)
 		if err != nil {
 			if len(err.Error()) > 3*clipLimit+400 {
 				t.Fatalf("error echoes too much: %d bytes", len(err.Error()))

@@ -1,5 +1,16 @@
 // Command netbox-plugin-bridge lets MCP clients discover and call the
 // operations that NetBox plugins advertise through bridge v1.
+//
+// The package is seven files in layers; each uses only names defined in
+// itself or in a file before it, so they read bottom-up:
+//
+//	rfc3339.go    the RFC 3339 date-time rule
+//	schema.go     the strict bounded JSON decoder and the schema subset
+//	manifest.go   the bridge-v1 manifest and descriptor rules
+//	transport.go  the configuration of a NetBox and the one bounded HTTP client
+//	discover.go   discovery: the plugin list, roots and manifests
+//	tools.go      the two MCP tools, dispatch and the stdio session
+//	main.go       commands, flags, configuration sources and the demo NetBox
 package main
 
 import (
@@ -15,7 +26,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -56,9 +66,6 @@ NETBOX_TOKEN_SECRET), NETBOX_SSL_VERIFY, NETBOX_TIMEOUT, NETBOX_PROFILE,
 NETBOX_MCP_ALLOW_MUTATIONS. Tokens are never accepted as flags.
 `
 
-// version is set at release time with -ldflags "-X main.version=…".
-var version = ""
-
 // Exit codes shared by scan and check.
 const (
 	exitOK      = 0
@@ -97,18 +104,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return exitUsage
 }
 
-// bridgeVersion is the release version, else the module version from the
-// build information.
-func bridgeVersion() string {
-	if version != "" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "devel"
-}
-
 // versionLine is the version and the MCP SDK version built in.
 func versionLine() string {
 	sdk := "unknown"
@@ -121,9 +116,6 @@ func versionLine() string {
 	}
 	return fmt.Sprintf("netbox-plugin-bridge %s (go-sdk %s)", bridgeVersion(), sdk)
 }
-
-// errUsage marks a command-line error; the flag package has printed it.
-var errUsage = errors.New("usage")
 
 // parseFlags parses flags that may come before or after positional
 // arguments and returns those, at most maxArgs of them. It reports usage
@@ -204,46 +196,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// checkDocuments checks a manifest and, for one of its tools, arguments
-// (when non-nil) and a response body (when non-nil).
-func checkDocuments(manifestData []byte, toolName string, arguments, body []byte) problems {
-	m, ps := parseManifest(manifestData)
-	if len(ps) > 0 || toolName == "" {
-		return ps
-	}
-	t := m.tool(toolName)
-	if t == nil {
-		return problems{{"--tool", fmt.Sprintf("the manifest has no tool %s", quote(toolName))}}
-	}
-	if arguments != nil {
-		if err := t.input.validateBytes(arguments, instanceLimits, "arguments"); err != nil {
-			ps.addErr(err)
-		}
-	}
-	if body != nil {
-		if err := t.output.validateBytes(body, instanceLimits, "response"); err != nil {
-			ps.addErr(err)
-		}
-	}
-	return ps
-}
-
 // ---- configuration (SPEC §2) ----
-
-// config is the resolved NetBox configuration of serve and scan.
-type config struct {
-	base           string // scheme://host[:port][/prefix], no trailing slash
-	origin         string // scheme://host:port, case-folded, for link checks
-	prefix         string // path prefix of base, "" or "/netbox"
-	auth           string // Authorization header value, "" for none
-	timeout        time.Duration
-	insecure       bool
-	allowMutations bool
-	demo           bool
-}
-
-// defaultTimeout is the per-request timeout when nothing sets one.
-const defaultTimeout = 30 * time.Second
 
 // commonFlags are the flags of serve and scan.
 type commonFlags struct {
@@ -286,7 +239,6 @@ func loadConfig(f commonFlags, env environment) (*config, error) {
 		return nil, errors.New("--timeout must be positive")
 	}
 	cfg := &config{timeout: defaultTimeout}
-	cfg.allowMutations = f.allowMutations || truthy(env.getenv("NETBOX_MCP_ALLOW_MUTATIONS"))
 	profileName := cmp.Or(f.profile, env.getenv("NETBOX_PROFILE"))
 	p, err := loadProfile(env, cmp.Or(profileName, "default"), profileName != "")
 	if err != nil {
@@ -343,6 +295,11 @@ func loadConfig(f commonFlags, env environment) (*config, error) {
 	return cfg, nil
 }
 
+// mutationsAllowed is the mutation switch of SPEC §2.
+func mutationsAllowed(f commonFlags, env environment) bool {
+	return f.allowMutations || truthy(env.getenv("NETBOX_MCP_ALLOW_MUTATIONS"))
+}
+
 func truthy(s string) bool {
 	return slices.Contains([]string{"1", "true", "yes", "on"}, strings.ToLower(s))
 }
@@ -368,18 +325,6 @@ func joinToken(key, secret string) string {
 		key = "nbt_" + key
 	}
 	return key + "." + secret
-}
-
-// authorization renders a token as its header: v2 tokens (nbt_…) as Bearer,
-// others as Token. The token itself never appears in the error.
-func authorization(token string) (string, error) {
-	if hasControl(token) || strings.Contains(token, " ") {
-		return "", errors.New("the token contains a control character, space, CR, LF or NUL; set it without them")
-	}
-	if strings.HasPrefix(token, "nbt_") {
-		return "Bearer " + token, nil
-	}
-	return "Token " + token, nil
 }
 
 // profile is the part of a netbox-sdk profile the bridge uses.
@@ -461,43 +406,6 @@ func parseProfile(data []byte, path, name string, named bool) (profile, error) {
 	return p, nil
 }
 
-// normalizeURL checks NETBOX_URL and splits it into base, origin and prefix.
-func normalizeURL(raw string) (base, origin, prefix string, err error) {
-	if hasControl(raw) || strings.Contains(raw, " ") {
-		return "", "", "", errors.New("contains a control character or space")
-	}
-	if !strings.Contains(raw, "://") {
-		// "host:8000" and "[::1]:8000" are hosts; "ftp:x" is a scheme.
-		if scheme, rest, ok := strings.Cut(raw, ":"); ok && raw[0] != '[' && strings.Trim(strings.SplitN(rest, "/", 2)[0], "0123456789") != "" && !strings.Contains(scheme, ".") {
-			return "", "", "", fmt.Errorf("scheme %s is not http or https", quote(scheme))
-		}
-		raw = "https://" + raw
-	}
-	u, err := url.Parse(raw)
-	switch {
-	case err != nil:
-		return "", "", "", errors.New("is not a URL")
-	case u.Scheme != "http" && u.Scheme != "https":
-		return "", "", "", fmt.Errorf("scheme %s is not http or https", quote(u.Scheme))
-	case u.User != nil:
-		return "", "", "", errors.New("must not contain credentials; set NETBOX_TOKEN instead")
-	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(raw, "#"):
-		return "", "", "", errors.New("must not have a query or fragment")
-	case u.Host == "" || u.Opaque != "":
-		return "", "", "", errors.New("has no host")
-	case strings.Contains(u.EscapedPath(), "%") || strings.Contains(raw, "%"):
-		return "", "", "", errors.New("must not contain percent-encoding")
-	}
-	prefix = strings.TrimRight(u.Path, "/")
-	if prefix != "" && badSegment(prefix[1:]) {
-		return "", "", "", errors.New("path prefix has an empty, . or .. segment")
-	}
-	if origin, err = originOf(u.Scheme, u.Host); err != nil {
-		return "", "", "", err
-	}
-	return u.Scheme + "://" + u.Host + prefix, origin, prefix, nil
-}
-
 // ---- serve ----
 
 // runServe runs the MCP stdio server until stdin ends or a signal arrives.
@@ -520,17 +428,23 @@ func runServe(args []string, stdin io.ReadCloser, stdout, stderr io.Writer, env 
 	if cfg.insecure {
 		logger.Warn("TLS certificate verification is disabled (NETBOX_SSL_VERIFY)")
 	}
-	if cfg.demo {
+	if f.demo {
 		logger.Info("serving the built-in demo NetBox", "url", cfg.base)
 	}
-	b := &bridge{client: newClient(cfg), cfgErr: err}
+	life, end := context.WithCancel(context.Background())
+	b := &bridge{client: newClient(cfg), cfgErr: err, allowMutations: mutationsAllowed(f, env), life: life}
 	sdkLogger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	err = serveStdio(ctx, newMCPServer(b, sdkLogger), stdin, stdout)
-	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
-		logger.Error("the MCP session ended", "error", err)
+	err = serveStdio(ctx, newMCPServer(b, sdkLogger), stdin, stdout, end)
+	switch {
+	case err != nil:
+		logger.Error("the MCP session failed", "error", err)
 		return exitInvalid
+	case ctx.Err() != nil:
+		logger.Info("stopped by a signal; calls in flight were cancelled")
+	default:
+		logger.Info("stdin closed; calls in flight were cancelled")
 	}
 	return exitOK
 }
@@ -585,8 +499,7 @@ func printCatalog(w io.Writer, cat *catalog) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOOL\tMETHOD\tEFFECT\tTITLE")
 	for _, t := range cat.tools {
-		title, _ := t.tool.descriptor.get("title")
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.qualifiedName(), t.tool.method, t.tool.effect, printable(title.s))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.qualifiedName(), t.tool.method, t.tool.effect, printable(t.tool.title))
 	}
 	tw.Flush()
 	if len(cat.problems) > 0 {
@@ -619,8 +532,7 @@ func startConfig(f commonFlags, env environment) (*config, func(), error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot start the demo NetBox: %v", err)
 	}
-	cfg := &config{auth: "Token " + demoToken, timeout: cmp.Or(f.timeout, defaultTimeout), demo: true,
-		allowMutations: f.allowMutations || truthy(env.getenv("NETBOX_MCP_ALLOW_MUTATIONS"))}
+	cfg := &config{auth: "Token " + demoToken, timeout: cmp.Or(f.timeout, defaultTimeout)}
 	cfg.base, cfg.origin, cfg.prefix, _ = normalizeURL(base)
 	return cfg, stop, nil
 }

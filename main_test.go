@@ -419,10 +419,10 @@ func TestAllowMutationsSetting(t *testing.T) {
 	for value, on := range map[string]bool{"1": true, "true": true, "TRUE": true, "yes": true, "Yes": true, "on": true, "ON": true,
 		"": false, "0": false, "false": false, "no": false, "off": false, "enabled": false, " 1": false, "2": false} {
 		env := testEnv(t.TempDir(), map[string]string{"NETBOX_URL": "https://x", "NETBOX_MCP_ALLOW_MUTATIONS": value})
-		if cfg := mustLoad(t, commonFlags{}, env); cfg.allowMutations != on {
-			t.Errorf("NETBOX_MCP_ALLOW_MUTATIONS=%q: %t", value, cfg.allowMutations)
+		if got := mutationsAllowed(commonFlags{}, env); got != on {
+			t.Errorf("NETBOX_MCP_ALLOW_MUTATIONS=%q: %t", value, got)
 		}
-		if cfg := mustLoad(t, commonFlags{allowMutations: true}, env); !cfg.allowMutations {
+		if !mutationsAllowed(commonFlags{allowMutations: true}, env) {
 			t.Errorf("--allow-mutations with %q: off", value)
 		}
 	}

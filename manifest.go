@@ -29,10 +29,10 @@ type manifest struct {
 
 // tool is one validated descriptor with its compiled schemas.
 type tool struct {
-	name, method, path, effect string
-	descriptor                 value   // as in the manifest, outputSchema null when absent
-	input                      *schema // root of inputSchema
-	output                     *schema // nil when absent
+	name, title, method, path, effect string
+	descriptor                        []byte  // compact, as in the manifest, outputSchema null when absent
+	input                             *schema // root of inputSchema
+	output                            *schema // nil when absent
 }
 
 func (m *manifest) tool(name string) *tool {
@@ -51,21 +51,6 @@ var (
 	methodEffects   = map[string][]string{"GET": {"read"}, "HEAD": {"read"}, "POST": {"write", "destructive"}, "PUT": {"write", "destructive"}, "PATCH": {"write", "destructive"}, "DELETE": {"destructive"}}
 	descriptorAlias = map[string]string{"input_schema": "inputSchema", "output_schema": "outputSchema", "read_only_hint": "readOnlyHint"}
 )
-
-// problems collects every broken rule of one document.
-type problems []problem
-
-func (ps *problems) add(loc, format string, args ...any) {
-	*ps = append(*ps, problem{loc, fmt.Sprintf(format, args...)})
-}
-
-func (ps *problems) addErr(err error) {
-	if p, ok := err.(*problem); ok {
-		*ps = append(*ps, *p)
-		return
-	}
-	*ps = append(*ps, problem{"", err.Error()})
-}
 
 // exactKeys checks that obj, found at loc, is an object with exactly the
 // required keys (optional ones may be missing).
@@ -184,19 +169,15 @@ func (ps *problems) checkTool(v value, loc string) *tool {
 	}
 	t.input = ps.checkInputSchema(v, child(loc, "inputSchema"), t.method)
 	if out, _ := v.get("outputSchema"); out.kind != kindNull {
-		s, err := compileSchema(out, child(loc, "outputSchema"))
-		if err != nil {
-			ps.addErr(err)
-		}
-		t.output = s
+		t.output = compileSchema(out, child(loc, "outputSchema"), ps)
 	}
 	if len(*ps) > before {
 		return nil
 	}
-	t.descriptor = v
 	if _, found := v.get("outputSchema"); !found {
-		t.descriptor.obj = append(slices.Clip(v.obj), member{"outputSchema", value{}})
+		v.obj = append(slices.Clip(v.obj), member{"outputSchema", value{}})
 	}
+	t.title, t.descriptor = title, encode(v)
 	return t
 }
 
@@ -234,9 +215,8 @@ func (ps *problems) checkInputSchema(tool value, loc, method string) *schema {
 	if a, found := v.get("additionalProperties"); !found || a.kind != kindBool || a.b {
 		ps.add(child(loc, "additionalProperties"), `an inputSchema root must declare "additionalProperties": false`)
 	}
-	s, err := compileSchema(v, loc)
-	if err != nil {
-		ps.addErr(err)
+	s := compileSchema(v, loc, ps)
+	if s == nil {
 		return nil
 	}
 	if method != "GET" && method != "HEAD" {
@@ -287,17 +267,26 @@ func checkToolPath(p string) error {
 	return nil
 }
 
-// badSegment reports whether a slash-separated path has an empty, . or ..
-// segment.
-func badSegment(path string) bool {
-	return slices.ContainsFunc(strings.Split(path, "/"), func(seg string) bool { return seg == "" || seg == "." || seg == ".." })
-}
-
-// hasControl reports whether s holds an ASCII control character.
-func hasControl(s string) bool {
-	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
-}
-
-func isAlnum(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+// checkDocuments checks a manifest and, for one of its tools, arguments
+// (when non-nil) and a response body (when non-nil).
+func checkDocuments(manifestData []byte, toolName string, arguments, body []byte) problems {
+	m, ps := parseManifest(manifestData)
+	if len(ps) > 0 || toolName == "" {
+		return ps
+	}
+	t := m.tool(toolName)
+	if t == nil {
+		return problems{{"--tool", fmt.Sprintf("the manifest has no tool %s", quote(toolName))}}
+	}
+	if arguments != nil {
+		if err := t.input.validateBytes(arguments, instanceLimits, "arguments"); err != nil {
+			ps.addErr(err)
+		}
+	}
+	if body != nil {
+		if err := t.output.validateBytes(body, instanceLimits, "response"); err != nil {
+			ps.addErr(err)
+		}
+	}
+	return ps
 }

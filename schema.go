@@ -109,18 +109,18 @@ func newScanner(data []byte, lim limits) (scanner, error) {
 	return scanner{data: data, lim: lim}, nil
 }
 
-func (s *scanner) errorf(format string, args ...any) error {
-	before := s.data[:min(s.pos, len(s.data))]
+func (sc *scanner) errorf(format string, args ...any) error {
+	before := sc.data[:min(sc.pos, len(sc.data))]
 	line := bytes.Count(before, []byte("\n")) + 1
 	column := len(before) - bytes.LastIndexByte(before, '\n')
-	return &syntaxError{s.pos, line, column, fmt.Sprintf(format, args...)}
+	return &syntaxError{sc.pos, line, column, fmt.Sprintf(format, args...)}
 }
 
-func (s *scanner) skipSpace() {
-	for s.pos < len(s.data) {
-		switch s.data[s.pos] {
+func (sc *scanner) skipSpace() {
+	for sc.pos < len(sc.data) {
+		switch sc.data[sc.pos] {
 		case ' ', '\t', '\n', '\r':
-			s.pos++
+			sc.pos++
 		default:
 			return
 		}
@@ -128,165 +128,165 @@ func (s *scanner) skipSpace() {
 }
 
 // peek returns the next non-space byte, or 0 at the end of input.
-func (s *scanner) peek() byte {
-	s.skipSpace()
-	if s.pos < len(s.data) {
-		return s.data[s.pos]
+func (sc *scanner) peek() byte {
+	sc.skipSpace()
+	if sc.pos < len(sc.data) {
+		return sc.data[sc.pos]
 	}
 	return 0
 }
 
 // finish checks that only white space follows the top-level value.
-func (s *scanner) finish() error {
-	if s.skipSpace(); s.pos < len(s.data) {
-		return s.errorf("unexpected data after the top-level value")
+func (sc *scanner) finish() error {
+	if sc.skipSpace(); sc.pos < len(sc.data) {
+		return sc.errorf("unexpected data after the top-level value")
 	}
 	return nil
 }
 
 // count charges one value against the limit.
-func (s *scanner) count() error {
-	s.values++
-	if s.values > s.lim.values {
-		return s.errorf("more than %d values", s.lim.values)
+func (sc *scanner) count() error {
+	sc.values++
+	if sc.values > sc.lim.values {
+		return sc.errorf("more than %d values", sc.lim.values)
 	}
 	return nil
 }
 
 // open consumes '[' or '{' and enters one level of nesting.
-func (s *scanner) open() error {
-	s.depth++
-	if s.depth > s.lim.depth {
-		return s.errorf("nesting deeper than %d", s.lim.depth)
+func (sc *scanner) open() error {
+	sc.depth++
+	if sc.depth > sc.lim.depth {
+		return sc.errorf("nesting deeper than %d", sc.lim.depth)
 	}
-	s.pos++
+	sc.pos++
 	return nil
 }
 
 // more reports whether another element or member follows in the container
 // closed by end, consuming the separating comma or the closing byte.
-func (s *scanner) more(end byte, first bool) (bool, error) {
-	c := s.peek()
+func (sc *scanner) more(end byte, first bool) (bool, error) {
+	c := sc.peek()
 	if c == end {
-		s.pos++
-		s.depth--
+		sc.pos++
+		sc.depth--
 		return false, nil
 	}
 	if !first {
 		if c != ',' {
-			return false, s.errorf("expected ',' or '%c'", end)
+			return false, sc.errorf("expected ',' or '%c'", end)
 		}
-		s.pos++
-		s.skipSpace()
+		sc.pos++
+		sc.skipSpace()
 	}
 	return true, nil
 }
 
 // key reads a checked object key and the colon after it. Keys repeat in a
 // document ("type", "properties", …), so they are interned.
-func (s *scanner) key() string {
-	s.peek()
-	raw, esc, _, _ := s.str()
-	s.peek()
-	s.pos++ // the colon
+func (sc *scanner) key() string {
+	sc.peek()
+	raw, esc, _, _ := sc.str()
+	sc.peek()
+	sc.pos++ // the colon
 	if esc {
-		return s.unescape(raw)
+		return sc.unescape(raw)
 	}
-	if k, ok := s.keys[string(raw)]; ok {
+	if k, ok := sc.keys[string(raw)]; ok {
 		return k
 	}
-	if s.keys == nil {
-		s.keys = make(map[string]string)
+	if sc.keys == nil {
+		sc.keys = make(map[string]string)
 	}
 	k := string(raw)
-	if len(s.keys) < 1024 {
-		s.keys[k] = k
+	if len(sc.keys) < 1024 {
+		sc.keys[k] = k
 	}
 	return k
 }
 
 // literal consumes true, false or null.
-func (s *scanner) literal() (kind, bool, error) {
+func (sc *scanner) literal() (kind, bool, error) {
 	for _, l := range [...]struct {
 		text string
 		k    kind
 		b    bool
 	}{{"true", kindBool, true}, {"false", kindBool, false}, {"null", kindNull, false}} {
-		if bytes.HasPrefix(s.data[s.pos:], []byte(l.text)) {
-			s.pos += len(l.text)
+		if bytes.HasPrefix(sc.data[sc.pos:], []byte(l.text)) {
+			sc.pos += len(l.text)
 			return l.k, l.b, nil
 		}
 	}
-	return 0, false, s.errorf("invalid literal")
+	return 0, false, sc.errorf("invalid literal")
 }
 
 // str consumes a string token. It returns the raw bytes between the quotes,
 // whether they hold escapes, and whether they are all ASCII.
-func (s *scanner) str() (raw []byte, esc, ascii bool, err error) {
-	start := s.pos + 1
+func (sc *scanner) str() (raw []byte, esc, ascii bool, err error) {
+	start := sc.pos + 1
 	i := start
 	ascii = true
-	for i < len(s.data) {
-		c := s.data[i]
+	for i < len(sc.data) {
+		c := sc.data[i]
 		switch {
 		case c == '"':
-			s.pos = i + 1
-			return s.data[start:i], esc, ascii, nil
+			sc.pos = i + 1
+			return sc.data[start:i], esc, ascii, nil
 		case c == '\\':
 			esc = true
-			n, e := s.escape(i)
+			n, e := sc.escape(i)
 			if e != nil {
 				return nil, false, false, e
 			}
 			i += n
 		case c < 0x20:
-			s.pos = i
-			return nil, false, false, s.errorf("control character in string")
+			sc.pos = i
+			return nil, false, false, sc.errorf("control character in string")
 		case c < utf8.RuneSelf:
 			i++
 		default:
 			ascii = false
-			r, n := utf8.DecodeRune(s.data[i:])
+			r, n := utf8.DecodeRune(sc.data[i:])
 			if r == utf8.RuneError && n <= 1 {
-				s.pos = i
-				return nil, false, false, s.errorf("invalid UTF-8")
+				sc.pos = i
+				return nil, false, false, sc.errorf("invalid UTF-8")
 			}
 			i += n
 		}
 	}
-	s.pos = len(s.data)
-	return nil, false, false, s.errorf("unterminated string")
+	sc.pos = len(sc.data)
+	return nil, false, false, sc.errorf("unterminated string")
 }
 
 // escape checks the escape sequence at i and returns its length.
-func (s *scanner) escape(i int) (int, error) {
-	if i+1 >= len(s.data) {
-		s.pos = i
-		return 0, s.errorf("unterminated escape")
+func (sc *scanner) escape(i int) (int, error) {
+	if i+1 >= len(sc.data) {
+		sc.pos = i
+		return 0, sc.errorf("unterminated escape")
 	}
-	switch s.data[i+1] {
+	switch sc.data[i+1] {
 	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 		return 2, nil
 	case 'u':
-		r, ok := hex4(s.data[i+2:])
+		r, ok := hex4(sc.data[i+2:])
 		if !ok {
-			s.pos = i
-			return 0, s.errorf("invalid \\u escape")
+			sc.pos = i
+			return 0, sc.errorf("invalid \\u escape")
 		}
 		if r < 0xD800 || r > 0xDFFF {
 			return 6, nil
 		}
 		if r < 0xDC00 {
-			if lo, ok := hex4(s.data[min(i+8, len(s.data)):]); ok && i+7 < len(s.data) &&
-				s.data[i+6] == '\\' && s.data[i+7] == 'u' && lo >= 0xDC00 && lo <= 0xDFFF {
+			if lo, ok := hex4(sc.data[min(i+8, len(sc.data)):]); ok && i+7 < len(sc.data) &&
+				sc.data[i+6] == '\\' && sc.data[i+7] == 'u' && lo >= 0xDC00 && lo <= 0xDFFF {
 				return 12, nil
 			}
 		}
-		s.pos = i
-		return 0, s.errorf("lone surrogate escape")
+		sc.pos = i
+		return 0, sc.errorf("lone surrogate escape")
 	}
-	s.pos = i
-	return 0, s.errorf("invalid escape")
+	sc.pos = i
+	return 0, sc.errorf("invalid escape")
 }
 
 func hex4(b []byte) (rune, bool) {
@@ -298,12 +298,12 @@ func hex4(b []byte) (rune, bool) {
 }
 
 // unescape decodes raw string bytes that str has already checked.
-func (s *scanner) unescape(raw []byte) string { return string(s.unescapeBytes(raw)) }
+func (sc *scanner) unescape(raw []byte) string { return string(sc.unescapeBytes(raw)) }
 
 // unescapeBytes decodes into the scanner's scratch buffer, valid until the
 // next call.
-func (s *scanner) unescapeBytes(raw []byte) []byte {
-	b := s.scratch[:0]
+func (sc *scanner) unescapeBytes(raw []byte) []byte {
+	b := sc.scratch[:0]
 	for i := 0; i < len(raw); {
 		c := raw[i]
 		if c != '\\' {
@@ -337,15 +337,15 @@ func (s *scanner) unescapeBytes(raw []byte) []byte {
 		}
 		i += 2
 	}
-	s.scratch = b
+	sc.scratch = b
 	return b
 }
 
 // number consumes a number token and reports whether it is a plain integer
 // token (no fraction, no exponent).
-func (s *scanner) number() (tok []byte, plain bool, err error) {
-	start, i := s.pos, s.pos
-	d := s.data
+func (sc *scanner) number() (tok []byte, plain bool, err error) {
+	start, i := sc.pos, sc.pos
+	d := sc.data
 	if i < len(d) && d[i] == '-' {
 		i++
 	}
@@ -362,16 +362,16 @@ func (s *scanner) number() (tok []byte, plain bool, err error) {
 	case i < len(d) && '1' <= d[i] && d[i] <= '9':
 		digits()
 	default:
-		s.pos = i
-		return nil, false, s.errorf("invalid value")
+		sc.pos = i
+		return nil, false, sc.errorf("invalid value")
 	}
 	plain = true
 	if i < len(d) && d[i] == '.' {
 		i++
 		plain = false
 		if !digits() {
-			s.pos = i
-			return nil, false, s.errorf("missing digits after decimal point")
+			sc.pos = i
+			return nil, false, sc.errorf("missing digits after decimal point")
 		}
 	}
 	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
@@ -381,26 +381,26 @@ func (s *scanner) number() (tok []byte, plain bool, err error) {
 			i++
 		}
 		if !digits() {
-			s.pos = i
-			return nil, false, s.errorf("missing digits in exponent")
+			sc.pos = i
+			return nil, false, sc.errorf("missing digits in exponent")
 		}
 	}
 	tok = d[start:i]
 	if len(tok) > numberTokenLimit {
-		return nil, false, s.errorf("number token longer than %d characters", numberTokenLimit)
+		return nil, false, sc.errorf("number token longer than %d characters", numberTokenLimit)
 	}
 	if plain && len(tok) < 300 {
-		s.pos = i
+		sc.pos = i
 		return tok, true, nil // well inside the double range
 	}
 	f, _ := strconv.ParseFloat(string(tok), 64)
 	switch {
 	case f > 1.7976931348623157e308 || f < -1.7976931348623157e308:
-		return nil, false, s.errorf("number outside the double range")
+		return nil, false, sc.errorf("number outside the double range")
 	case f == 0 && len(bytes.Trim(mantissa(tok), "-0.")) > 0:
-		return nil, false, s.errorf("number underflows the double range")
+		return nil, false, sc.errorf("number underflows the double range")
 	}
-	s.pos = i
+	sc.pos = i
 	return tok, plain, nil
 }
 
@@ -430,51 +430,51 @@ func build(data []byte) value {
 // build reads a value that validate has accepted. Containers collect their
 // children on stacks shared by every level and are copied out once, at
 // their exact size.
-func (s *scanner) build() value {
-	switch c := s.peek(); c {
+func (sc *scanner) build() value {
+	switch c := sc.peek(); c {
 	case '{':
-		s.pos++
-		mark := len(s.members)
-		for s.peek() != '}' {
-			if s.data[s.pos] == ',' {
-				s.pos++
+		sc.pos++
+		mark := len(sc.members)
+		for sc.peek() != '}' {
+			if sc.data[sc.pos] == ',' {
+				sc.pos++
 			}
-			k := s.key()
-			m := s.build()
-			s.members = append(s.members, member{k, m})
+			k := sc.key()
+			m := sc.build()
+			sc.members = append(sc.members, member{k, m})
 		}
-		s.pos++
-		v := value{kind: kindObject, obj: slices.Clone(s.members[mark:len(s.members):len(s.members)])}
-		s.members = s.members[:mark]
+		sc.pos++
+		v := value{kind: kindObject, obj: slices.Clone(sc.members[mark:len(sc.members):len(sc.members)])}
+		sc.members = sc.members[:mark]
 		return v
 	case '[':
-		s.pos++
-		mark := len(s.elements)
-		for s.peek() != ']' {
-			if s.data[s.pos] == ',' {
-				s.pos++
+		sc.pos++
+		mark := len(sc.elements)
+		for sc.peek() != ']' {
+			if sc.data[sc.pos] == ',' {
+				sc.pos++
 			}
-			s.elements = append(s.elements, s.build())
+			sc.elements = append(sc.elements, sc.build())
 		}
-		s.pos++
-		v := value{kind: kindArray, arr: slices.Clone(s.elements[mark:len(s.elements):len(s.elements)])}
-		s.elements = s.elements[:mark]
+		sc.pos++
+		v := value{kind: kindArray, arr: slices.Clone(sc.elements[mark:len(sc.elements):len(sc.elements)])}
+		sc.elements = sc.elements[:mark]
 		return v
 	case '"':
-		raw, esc, _, _ := s.str()
+		raw, esc, _, _ := sc.str()
 		if esc {
-			return value{kind: kindString, s: s.unescape(raw)}
+			return value{kind: kindString, s: sc.unescape(raw)}
 		}
 		return value{kind: kindString, s: string(raw)}
 	case 't', 'f', 'n':
-		k, b, _ := s.literal()
+		k, b, _ := sc.literal()
 		return value{kind: k, b: b}
 	}
-	start := s.pos
-	for s.pos < len(s.data) && strings.IndexByte("+-.0123456789eE", s.data[s.pos]) >= 0 {
-		s.pos++
+	start := sc.pos
+	for sc.pos < len(sc.data) && strings.IndexByte("+-.0123456789eE", sc.data[sc.pos]) >= 0 {
+		sc.pos++
 	}
-	return value{kind: kindNumber, s: string(s.data[start:s.pos])}
+	return value{kind: kindNumber, s: string(sc.data[start:sc.pos])}
 }
 
 // appendJSON appends the compact encoding of v. Number tokens are copied as
@@ -660,18 +660,6 @@ type bound struct {
 
 var falseSchema = &schema{never: true}
 
-// schemaKeywords are the subset's keywords; annotations only need a check of
-// their value's type.
-var schemaKeywords = map[string]bool{
-	"type": true, "enum": true, "const": true, "properties": true, "required": true,
-	"additionalProperties": true, "propertyNames": true, "items": true, "minItems": true,
-	"maxItems": true, "uniqueItems": true, "minLength": true, "maxLength": true, "minimum": true,
-	"maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true, "multipleOf": true,
-	"minProperties": true, "maxProperties": true, "format": true, "title": true,
-	"description": true, "default": true, "examples": true, "deprecated": true,
-	"readOnly": true, "writeOnly": true,
-}
-
 // problem is one rule broken at a JSON location. It is the error of the
 // manifest rules, the schema compiler and the validator.
 type problem struct {
@@ -684,6 +672,30 @@ func (p *problem) Error() string {
 		return p.Message
 	}
 	return p.Location + ": " + p.Message
+}
+
+// problems collects the broken rules of one document, at most problemLimit
+// of them.
+type problems []problem
+
+const problemLimit = 100
+
+func (ps *problems) add(loc, format string, args ...any) {
+	switch {
+	case len(*ps) < problemLimit:
+		*ps = append(*ps, problem{loc, fmt.Sprintf(format, args...)})
+	case len(*ps) == problemLimit:
+		*ps = append(*ps, problem{"", fmt.Sprintf("more than %d problems: fix these and check again", problemLimit)})
+	}
+}
+
+// addErr adds a validator error, a *problem.
+func (ps *problems) addErr(err error) {
+	if p, ok := err.(*problem); ok {
+		ps.add(p.Location, "%s", p.Message)
+		return
+	}
+	ps.add("", "%v", err)
 }
 
 // child renders the location of an object member; a long key is quoted,
@@ -704,95 +716,100 @@ func child(loc, key string) string {
 
 func index(loc string, i int) string { return loc + "[" + strconv.Itoa(i) + "]" }
 
-// compileSchema compiles v, found at loc, after checking the per-schema
-// bounds on its compact encoding.
-func compileSchema(v value, loc string) (*schema, error) {
+// compileSchema compiles v, found at loc, and reports every broken rule,
+// after checking the per-schema bounds on its compact encoding.
+func compileSchema(v value, loc string, ps *problems) *schema {
 	sc, err := newScanner(encode(v), schemaLimits)
 	if err == nil {
 		err = sc.validate(nil, "")
 	}
 	if se, ok := err.(*syntaxError); ok {
-		return nil, &problem{loc, "the schema is too large (64 KiB, depth 16 and 2048 values at most): " + se.msg}
+		ps.add(loc, "the schema is too large (64 KiB, depth 16 and 2048 values at most): %s", se.msg)
+		return nil
 	}
-	return compile(v, loc)
+	return compile(v, loc, ps)
 }
 
-// The keywords that set one field each, by the field they set.
-var (
-	countKeywords = map[string]func(*schema) *int{
-		"minItems": func(s *schema) *int { return &s.minItems }, "maxItems": func(s *schema) *int { return &s.maxItems },
-		"minLength": func(s *schema) *int { return &s.minLength }, "maxLength": func(s *schema) *int { return &s.maxLength },
-		"minProperties": func(s *schema) *int { return &s.minProps }, "maxProperties": func(s *schema) *int { return &s.maxProps }}
-	boundKeywords = map[string]func(*schema) **bound{
-		"minimum": func(s *schema) **bound { return &s.minimum }, "maximum": func(s *schema) **bound { return &s.maximum },
-		"exclusiveMinimum": func(s *schema) **bound { return &s.exclMin }, "exclusiveMaximum": func(s *schema) **bound { return &s.exclMax },
-		"multipleOf": func(s *schema) **bound { return &s.multipleOf }}
-	schemaKeywordsOf = map[string]func(*schema) **schema{
-		"additionalProperties": func(s *schema) **schema { return &s.additional },
-		"propertyNames":        func(s *schema) **schema { return &s.propertyNames }, "items": func(s *schema) **schema { return &s.items }}
-	// Annotations and flags only need the JSON type the meta-schema gives them.
-	keywordKinds = map[string]kind{"title": kindString, "description": kindString, "format": kindString, "examples": kindArray,
-		"enum": kindArray, "uniqueItems": kindBool, "deprecated": kindBool, "readOnly": kindBool, "writeOnly": kindBool}
-	kindNames = map[kind]string{kindString: "a string", kindArray: "an array", kindBool: "a boolean"}
-)
-
-func compile(v value, loc string) (*schema, error) {
-	switch v.kind {
-	case kindBool:
-		if v.b {
-			return &schema{minItems: -1, maxItems: -1, minLength: -1, maxLength: -1, minProps: -1, maxProps: -1}, nil
-		}
-		return falseSchema, nil
-	case kindObject:
-	default:
-		return nil, &problem{loc, "a schema must be an object or a boolean"}
-	}
+// compile compiles the schema v found at loc. It lists the subset's
+// keywords (SPEC §5) and checks each value as the meta-schema would; every
+// problem goes to ps.
+func compile(v value, loc string, ps *problems) *schema {
 	s := &schema{minItems: -1, maxItems: -1, minLength: -1, maxLength: -1, minProps: -1, maxProps: -1}
+	switch {
+	case v.kind == kindBool && !v.b:
+		return falseSchema
+	case v.kind == kindBool:
+		return s
+	case v.kind != kindObject:
+		ps.add(loc, "a schema must be an object or a boolean")
+		return nil
+	}
+	before := len(*ps)
 	var required value
 	for _, m := range v.obj {
-		at := child(loc, m.key)
-		if !schemaKeywords[m.key] {
-			return nil, &problem{at, fmt.Sprintf("keyword %s is not in the bridge-v1 schema subset", quote(m.key))}
-		}
-		if k, ok := keywordKinds[m.key]; ok && m.val.kind != k {
-			return nil, &problem{at, fmt.Sprintf("%s must be %s", m.key, kindNames[k])}
-		}
-		var err error
+		at, val := child(loc, m.key), m.val
 		switch m.key {
 		case "type":
-			s.types, err = compileType(m.val, at)
+			s.types = compileType(val, at, ps)
 		case "enum":
-			s.enum, s.hasEnum = m.val.arr, true
+			if ps.want(m, kindArray, loc) {
+				s.enum, s.hasEnum = val.arr, true
+			}
 		case "const":
-			c := m.val
-			s.constant = &c
+			s.constant = &val
 		case "properties":
-			err = s.compileProperties(m.val, at)
+			s.compileProperties(val, at, ps)
 		case "required":
-			required = m.val
-			err = checkStringSet(m.val, at, "required")
+			if checkStringSet(val, at, ps) {
+				required = val
+			}
+		case "additionalProperties":
+			s.additional = compile(val, at, ps)
+		case "propertyNames":
+			s.propertyNames = compile(val, at, ps)
+		case "items":
+			s.items = compile(val, at, ps)
+		case "minItems":
+			s.minItems = countKeyword(val, at, ps)
+		case "maxItems":
+			s.maxItems = countKeyword(val, at, ps)
+		case "minLength":
+			s.minLength = countKeyword(val, at, ps)
+		case "maxLength":
+			s.maxLength = countKeyword(val, at, ps)
+		case "minProperties":
+			s.minProps = countKeyword(val, at, ps)
+		case "maxProperties":
+			s.maxProps = countKeyword(val, at, ps)
+		case "minimum":
+			s.minimum = numberKeyword(val, at, ps)
+		case "maximum":
+			s.maximum = numberKeyword(val, at, ps)
+		case "exclusiveMinimum":
+			s.exclMin = numberKeyword(val, at, ps)
+		case "exclusiveMaximum":
+			s.exclMax = numberKeyword(val, at, ps)
+		case "multipleOf":
+			if s.multipleOf = numberKeyword(val, at, ps); s.multipleOf != nil && s.multipleOf.rat.Sign() <= 0 {
+				ps.add(at, "multipleOf must be greater than 0")
+			}
 		case "uniqueItems":
-			s.unique = m.val.b
+			s.unique = ps.want(m, kindBool, loc) && val.b
 		case "format":
-			if m.val.s != "date-time" {
-				err = &problem{at, fmt.Sprintf("format %s is not supported: bridge v1 asserts only \"date-time\"", quote(m.val.s))}
+			if ps.want(m, kindString, loc) && val.s != "date-time" {
+				ps.add(at, "format %s is not supported: bridge v1 asserts only \"date-time\"", quote(val.s))
 			}
 			s.dateTime = true
+		case "title", "description":
+			ps.want(m, kindString, loc)
+		case "examples":
+			ps.want(m, kindArray, loc)
+		case "deprecated", "readOnly", "writeOnly":
+			ps.want(m, kindBool, loc)
+		case "default":
 		default:
-			if field, ok := countKeywords[m.key]; ok {
-				*field(s), err = countKeyword(m.val, at)
-			} else if field, ok := boundKeywords[m.key]; ok {
-				*field(s), err = numberKeyword(m.val, at)
-			} else if field, ok := schemaKeywordsOf[m.key]; ok {
-				*field(s), err = compile(m.val, at)
-			}
+			ps.add(at, "keyword %s is not in the bridge-v1 schema subset", quote(m.key))
 		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if s.multipleOf != nil && s.multipleOf.rat.Sign() <= 0 {
-		return nil, &problem{child(loc, "multipleOf"), "multipleOf must be greater than 0"}
 	}
 	for _, r := range required.arr {
 		i, ok := s.propIndex[r.s]
@@ -801,13 +818,22 @@ func compile(v value, loc string) (*schema, error) {
 		}
 		s.required = append(s.required, i)
 	}
-	if s.unique {
-		it := s.items
-		if it == nil || it.types == 0 || it.types&^scalarTypes != 0 || it.types&(it.types-1) != 0 {
-			return nil, &problem{child(loc, "uniqueItems"), "uniqueItems needs \"items\" that declares exactly one scalar type"}
-		}
+	if it := s.items; len(*ps) == before && s.unique && (it == nil || it.types == 0 || it.types&^scalarTypes != 0 || it.types&(it.types-1) != 0) {
+		ps.add(child(loc, "uniqueItems"), "uniqueItems needs \"items\" that declares exactly one scalar type")
 	}
-	return s, nil
+	if len(*ps) > before {
+		return nil
+	}
+	return s
+}
+
+// want reports whether the keyword m, in the schema at loc, has kind k, and
+// a problem when it has not.
+func (ps *problems) want(m member, k kind, loc string) bool {
+	if m.val.kind != k {
+		ps.add(child(loc, m.key), "%s must be %s", m.key, map[kind]string{kindString: "a string", kindArray: "an array", kindBool: "a boolean"}[k])
+	}
+	return m.val.kind == k
 }
 
 func (s *schema) addProperty(p property) int {
@@ -819,79 +845,84 @@ func (s *schema) addProperty(p property) int {
 	return len(s.props) - 1
 }
 
-func (s *schema) compileProperties(v value, loc string) error {
+func (s *schema) compileProperties(v value, loc string, ps *problems) {
 	if v.kind != kindObject {
-		return &problem{loc, "properties must be an object"}
+		ps.add(loc, "properties must be an object")
+		return
 	}
 	for _, m := range v.obj {
-		ps, err := compile(m.val, child(loc, m.key))
-		if err != nil {
-			return err
-		}
-		s.addProperty(property{name: m.key, schema: ps, declared: true})
+		s.addProperty(property{name: m.key, schema: compile(m.val, child(loc, m.key), ps), declared: true})
 	}
-	return nil
 }
 
-func compileType(v value, loc string) (typeMask, error) {
+func compileType(v value, loc string, ps *problems) typeMask {
 	names := []value{v}
 	if v.kind == kindArray {
 		if len(v.arr) == 0 {
-			return 0, &problem{loc, "type must not be an empty array"}
+			ps.add(loc, "type must not be an empty array")
+			return 0
 		}
 		names = v.arr
 	}
 	var mask typeMask
 	for _, n := range names {
 		t, ok := typeNames[n.s]
-		if n.kind != kindString || !ok {
-			return 0, &problem{loc, "type must be one of the seven type names, or an array of them"}
-		}
-		if mask&t != 0 {
-			return 0, &problem{loc, fmt.Sprintf("type lists %s twice", quote(n.s))}
+		switch {
+		case n.kind != kindString || !ok:
+			ps.add(loc, "type must be one of the seven type names, or an array of them")
+			return 0
+		case mask&t != 0:
+			ps.add(loc, "type lists %s twice", quote(n.s))
+			return 0
 		}
 		mask |= t
 	}
-	return mask, nil
+	return mask
 }
 
-func checkStringSet(v value, loc, name string) error {
+// checkStringSet checks required: an array of distinct strings.
+func checkStringSet(v value, loc string, ps *problems) bool {
 	if v.kind != kindArray {
-		return &problem{loc, name + " must be an array of strings"}
+		ps.add(loc, "required must be an array of strings")
+		return false
 	}
 	for i, e := range v.arr {
 		if e.kind != kindString {
-			return &problem{index(loc, i), name + " entries must be strings"}
+			ps.add(index(loc, i), "required entries must be strings")
+			return false
 		}
 		for _, f := range v.arr[:i] {
 			if f.s == e.s {
-				return &problem{index(loc, i), fmt.Sprintf("%s lists %s twice", name, quote(e.s))}
+				ps.add(index(loc, i), "required lists %s twice", quote(e.s))
+				return false
 			}
 		}
 	}
-	return nil
+	return true
 }
 
 // countKeyword reads a non-negative integer keyword value.
-func countKeyword(v value, loc string) (int, error) {
+func countKeyword(v value, loc string, ps *problems) int {
 	if v.kind != kindNumber || !isInteger(v.s, !strings.ContainsAny(v.s, ".eE")) || exact(v.s).Sign() < 0 {
-		return 0, &problem{loc, "must be a non-negative integer"}
+		ps.add(loc, "must be a non-negative integer")
+		return -1
 	}
 	if n := exact(v.s).Num(); n.IsInt64() && n.Int64() <= math.MaxInt {
-		return int(n.Int64()), nil
+		return int(n.Int64())
 	}
-	return math.MaxInt, nil
+	return math.MaxInt
 }
 
-func numberKeyword(v value, loc string) (*bound, error) {
+func numberKeyword(v value, loc string, ps *problems) *bound {
 	if v.kind != kindNumber {
-		return nil, &problem{loc, "must be a number"}
+		ps.add(loc, "must be a number")
+		return nil
 	}
 	b := &bound{rat: exact(v.s), text: v.s}
 	if b.rat.IsInt() && b.rat.Num().IsInt64() {
 		b.i64, b.isI64 = b.rat.Num().Int64(), true
 	}
-	return b, nil
+	return b
 }
 
 // ---- validation straight from bytes ----
@@ -1319,4 +1350,29 @@ func (s *schema) int64Bounds() bool {
 		}
 	}
 	return true
+}
+
+// ---- text helpers ----
+
+// clip shortens hostile text to n bytes for a message.
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// badSegment reports whether a slash-separated path has an empty, . or ..
+// segment.
+func badSegment(path string) bool {
+	return slices.ContainsFunc(strings.Split(path, "/"), func(seg string) bool { return seg == "" || seg == "." || seg == ".." })
+}
+
+// hasControl reports whether s holds an ASCII control character.
+func hasControl(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
+}
+
+func isAlnum(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }

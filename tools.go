@@ -13,55 +13,13 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// bridgeError is the one error type of discovery and dispatch: a SPEC §9
-// code, a message that says what to do, and on which side of the write
-// boundary the failure happened.
-type bridgeError struct {
-	Code       string          `json:"code"`
-	Message    string          `json:"message"`
-	Plugin     string          `json:"plugin,omitempty"`
-	Tool       string          `json:"tool,omitempty"`
-	Dispatched bool            `json:"dispatched"`
-	Outcome    string          `json:"outcome,omitempty"`
-	Status     int             `json:"status,omitempty"`
-	Body       json.RawMessage `json:"body,omitempty"`
-	cause      error
-}
-
-func (e *bridgeError) Error() string { return e.Message }
-
-const (
-	safeToRetry = " Nothing was sent to the target operation; correct the call and retry."
-	notBlindly  = " The write may have taken effect on NetBox: do not retry blindly; check the plugin's state first."
-)
-
-func stringValue(s string) value { return value{kind: kindString, s: s} }
-
-// catalogDocument renders a catalog as the plugin_list_tools result (SPEC §9):
-// each descriptor exactly as in its manifest, plus plugin, qualified_name and
-// request_path.
-func catalogDocument(cat *catalog) []byte {
-	tools := value{kind: kindArray, arr: []value{}}
-	for _, t := range cat.tools {
-		d := t.tool.descriptor
-		d.obj = append(d.obj[:len(d.obj):len(d.obj)], member{"plugin", stringValue(t.plugin)},
-			member{"qualified_name", stringValue(t.qualifiedName())}, member{"request_path", stringValue(t.requestPath)})
-		tools.arr = append(tools.arr, d)
-	}
-	problems := value{kind: kindArray, arr: []value{}}
-	for _, p := range cat.problems {
-		problems.arr = append(problems.arr, value{kind: kindObject, obj: []member{
-			{"plugin", stringValue(p.Plugin)}, {"code", stringValue(p.Code)}, {"error", stringValue(p.Error)}}})
-	}
-	return encode(value{kind: kindObject, obj: []member{{"schema_version", stringValue("1")}, {"tools", tools}, {"problems", problems}}})
-}
 
 // ---- the MCP server ----
 
@@ -97,19 +55,19 @@ var (
 
 func mustCompileTool(src string) *schema {
 	v, err := decode([]byte(src), schemaLimits)
-	if err == nil {
-		var s *schema
-		if s, err = compileSchema(v, "inputSchema"); err == nil {
-			return s
-		}
+	var ps problems
+	if s := compileSchema(v, "inputSchema", &ps); err == nil && s != nil {
+		return s
 	}
-	panic(err)
+	panic(fmt.Sprint(err, ps))
 }
 
 // bridge serves the two tools against one NetBox configuration.
 type bridge struct {
-	client *client // and its configuration
-	cfgErr error   // when set, every call answers config_error
+	client         *client // and its configuration
+	cfgErr         error   // when set, every call answers config_error
+	allowMutations bool
+	life           context.Context // ends every call in flight when it ends
 }
 
 func newMCPServer(b *bridge, logger *slog.Logger) *mcp.Server {
@@ -156,10 +114,9 @@ func parseArgs(raw json.RawMessage, s *schema) (*callArgs, error) {
 	if err := s.validateBytes(raw, requestLimits, "arguments"); err != nil {
 		return nil, invalid(err)
 	}
-	v := build(raw)
 	var err error
 	a := &callArgs{arguments: value{kind: kindObject, obj: []member{}}}
-	for _, m := range v.obj {
+	for _, m := range build(raw).obj {
 		switch m.key {
 		case "plugin":
 			a.plugin = m.val.s
@@ -178,9 +135,6 @@ func parseArgs(raw json.RawMessage, s *schema) (*callArgs, error) {
 				return nil, invalid(err)
 			}
 		}
-	}
-	if _, given := v.get("plugin"); given && !slugPattern.MatchString(a.plugin) {
-		return nil, invalid(fmt.Errorf("arguments.plugin: %s is not a plugin slug (%s)", quote(a.plugin), slugPattern))
 	}
 	return a, nil
 }
@@ -220,13 +174,19 @@ func parseHeaders(entries []value) (http.Header, error) {
 	return h, nil
 }
 
-// ok renders a result document as structured content and as its JSON text.
-func ok(doc []byte) *mcp.CallToolResult {
+const (
+	safeToRetry = " Nothing was sent to the target operation; correct the call and retry."
+	notBlindly  = " The write may have taken effect on NetBox: do not retry blindly; check the plugin's state first."
+)
+
+// toolResult renders a result document as structured content and as its
+// JSON text.
+func toolResult(doc []byte) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(doc)}}, StructuredContent: json.RawMessage(doc)}
 }
 
-// fail renders an error as an isError result.
-func fail(err error, a *callArgs) *mcp.CallToolResult {
+// toolError renders an error as an isError result.
+func toolError(err error, a *callArgs) *mcp.CallToolResult {
 	var be *bridgeError
 	if !errors.As(err, &be) {
 		be = &bridgeError{Code: "discovery_failed", Message: err.Error()}
@@ -246,9 +206,15 @@ func fail(err error, a *callArgs) *mcp.CallToolResult {
 
 // handler adapts one of the two operations to a raw MCP tool handler: its
 // arguments validated against its published schema, the configuration
-// checked, and its result document or error rendered.
+// checked, and its result document or error rendered. The call ends with
+// the bridge's life as well as with the client's cancellation.
 func (b *bridge) handler(input *schema, run func(context.Context, *mcp.CallToolRequest, *callArgs) ([]byte, error)) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		if b.life != nil {
+			defer context.AfterFunc(b.life, cancel)()
+		}
 		a, err := parseArgs(req.Params.Arguments, input)
 		if err == nil && b.cfgErr != nil {
 			err = &bridgeError{Code: "config_error", Message: b.cfgErr.Error()}
@@ -258,9 +224,9 @@ func (b *bridge) handler(input *schema, run func(context.Context, *mcp.CallToolR
 			doc, err = run(ctx, req, a)
 		}
 		if err != nil {
-			return fail(err, a), nil
+			return toolError(err, a), nil
 		}
-		return ok(doc), nil
+		return toolResult(doc), nil
 	}
 }
 
@@ -283,6 +249,38 @@ func (b *bridge) listTools(ctx context.Context, req *mcp.CallToolRequest, a *cal
 		return nil, err
 	}
 	return catalogDocument(cat), nil
+}
+
+// catalogDocument renders a catalog as the plugin_list_tools result (SPEC §9):
+// each descriptor exactly as in its manifest, plus plugin, qualified_name and
+// request_path.
+func catalogDocument(cat *catalog) []byte {
+	size := 64
+	for _, t := range cat.tools {
+		size += len(t.tool.descriptor) + 2*len(t.plugin) + len(t.requestPath) + 64
+	}
+	b := append(make([]byte, 0, size), `{"schema_version":"1","tools":[`...)
+	for i, t := range cat.tools {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, t.tool.descriptor[:len(t.tool.descriptor)-1]...) // without its '}'
+		b = appendString(append(b, `,"plugin":`...), t.plugin)
+		b = appendString(append(b, `,"qualified_name":`...), t.qualifiedName())
+		b = appendString(append(b, `,"request_path":`...), t.requestPath)
+		b = append(b, '}')
+	}
+	b = append(b, `],"problems":[`...)
+	for i, p := range cat.problems {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(append(b, `{"plugin":`...), p.Plugin)
+		b = appendString(append(b, `,"code":`...), p.Code)
+		b = appendString(append(b, `,"error":`...), p.Error)
+		b = append(b, '}')
+	}
+	return append(b, "]}"...)
 }
 
 // call discovers the plugin, validates the arguments and, unless this is a
@@ -316,7 +314,7 @@ func (b *bridge) call(ctx context.Context, _ *mcp.CallToolRequest, a *callArgs) 
 	} else {
 		req.body = args
 	}
-	allowed := t.effect == "read" || b.client.allowMutations
+	allowed := t.effect == "read" || b.allowMutations
 	if a.dryRun {
 		return dryRunDocument(ct, a, query, req.body, allowed), nil
 	}
@@ -325,6 +323,9 @@ func (b *bridge) call(ctx context.Context, _ *mcp.CallToolRequest, a *callArgs) 
 			ct.qualifiedName(), t.effect)}
 	}
 	resp, err := b.client.do(ctx, req)
+	if resp != nil {
+		defer resp.release()
+	}
 	return responseDocument(ct, resp, err)
 }
 
@@ -370,6 +371,8 @@ func queryText(v value, s *schema) string {
 	return v.s
 }
 
+func stringValue(s string) value { return value{kind: kindString, s: s} }
+
 func dryRunDocument(ct catalogTool, a *callArgs, query value, body []byte, allowed bool) []byte {
 	bodyValue := value{}
 	if body != nil {
@@ -385,67 +388,75 @@ func dryRunDocument(ct catalogTool, a *callArgs, query value, body []byte, allow
 		{"query", query}, {"body", bodyValue}, {"allowed", value{kind: kindBool, b: allowed}}, {"notice", stringValue(notice)}}})
 }
 
-// keptHeaders are the response headers an agent sees (SPEC §9).
-var keptHeaders = []string{"Content-Type", "Location", "X-Request-Id", "Api-Version", "Etag", "Last-Modified", "Retry-After", "Allow"}
+// keptHeaders are the response headers an agent sees, under SPEC §9's names.
+var keptHeaders = []string{"Content-Type", "Location", "X-Request-ID", "API-Version", "ETag", "Last-Modified", "Retry-After", "Allow"}
 
-// shownHeaders renders the kept headers under their SPEC names.
-var shownHeaders = map[string]string{"X-Request-Id": "X-Request-ID", "Api-Version": "API-Version", "Etag": "ETag"}
-
-// responseDocument turns the target's answer into the success document or
-// into the error of SPEC §9, on the right side of the write boundary.
+// responseDocument turns the target's answer into the success document, or
+// into the error of SPEC §9 on the right side of the write boundary.
 func responseDocument(ct catalogTool, resp *response, err error) ([]byte, error) {
-	write := ct.tool.effect != "read"
 	var te *transportError
 	if errors.As(err, &te) && !te.sent {
 		return nil, &bridgeError{Code: "request_failed", Message: fmt.Sprintf("%s %s failed before anything was sent: %v",
 			ct.tool.method, ct.requestPath, te.err)}
 	}
-	var problem string
+	if err == nil && resp.status >= 200 && resp.status <= 299 {
+		doc, verr := successDocument(ct, resp)
+		if verr == nil {
+			return doc, nil
+		}
+		err = fmt.Errorf("the response body is invalid: %v", verr)
+	}
+	return nil, dispatchError(ct, resp, err)
+}
+
+// successDocument is the result of a 2xx answer whose body passes the
+// tool's outputSchema.
+func successDocument(ct catalogTool, resp *response) ([]byte, error) {
+	body := []byte("null")
+	if ct.tool.method != http.MethodHead && resp.status != http.StatusNoContent && resp.status != http.StatusResetContent {
+		if err := ct.tool.output.validateBytes(resp.body, instanceLimits, "body"); err != nil {
+			return nil, err
+		}
+		body = resp.body
+	}
+	headers := value{kind: kindObject, obj: []member{}}
+	for _, name := range keptHeaders {
+		if v := resp.header.Values(name); len(v) > 0 {
+			headers.obj = append(headers.obj, member{name, stringValue(strings.Join(v, ", "))})
+		}
+	}
+	doc := encode(value{kind: kindObject, obj: []member{{"plugin", stringValue(ct.plugin)}, {"tool", stringValue(ct.tool.name)},
+		{"effect", stringValue(ct.tool.effect)}, {"status", value{kind: kindNumber, s: strconv.Itoa(resp.status)}}, {"headers", headers}}})
+	doc = append(doc[:len(doc)-1], `,"body":`...)
+	return append(append(doc, body...), '}'), nil
+}
+
+// dispatchError is the failure of a request that was sent: a write's outcome
+// is unknown; a read failed without effect. It reports the status, and the
+// body when that is strict bounded JSON.
+func dispatchError(ct catalogTool, resp *response, err error) *bridgeError {
+	be := &bridgeError{Dispatched: true}
+	problem := ""
 	switch {
 	case err != nil && resp != nil && resp.status >= 400:
 		problem = fmt.Sprintf("HTTP %d, and its %v", resp.status, err)
 	case err != nil:
 		problem = err.Error()
-	case resp.status < 200 || resp.status > 299:
-		problem = fmt.Sprintf("HTTP %d", resp.status)
 	default:
-		body := json.RawMessage("null")
-		if ct.tool.method != http.MethodHead && resp.status != 204 && resp.status != 205 {
-			if verr := ct.tool.output.validateBytes(resp.body, instanceLimits, "body"); verr != nil {
-				problem = "the response body is invalid: " + verr.Error()
-				break
-			}
-			body = resp.body
-		}
-		headers := map[string]string{}
-		for _, name := range keptHeaders {
-			if v := resp.header.Values(name); len(v) > 0 {
-				headers[cmp.Or(shownHeaders[name], name)] = strings.Join(v, ", ")
-			}
-		}
-		return json.Marshal(struct {
-			Plugin  string            `json:"plugin"`
-			Tool    string            `json:"tool"`
-			Effect  string            `json:"effect"`
-			Status  int               `json:"status"`
-			Headers map[string]string `json:"headers"`
-			Body    json.RawMessage   `json:"body"`
-		}{ct.plugin, ct.tool.name, ct.tool.effect, resp.status, headers, body})
+		problem = fmt.Sprintf("HTTP %d", resp.status)
 	}
-	// A failure reports its status, and its body when that is strict bounded JSON.
-	be := &bridgeError{Dispatched: true}
 	if resp != nil {
 		be.Status = resp.status
 		if v, derr := decode(resp.body, instanceLimits); derr == nil && resp.body != nil {
 			be.Body = encode(v)
-			if err == nil && (resp.status < 200 || resp.status > 299) {
+			if err == nil {
 				problem += detail(v)
 			}
 		}
 	}
 	target := ct.tool.method + " " + ct.requestPath
 	switch {
-	case write:
+	case ct.tool.effect != "read":
 		be.Code, be.Outcome = "outcome_unknown", "unknown"
 		be.Message = fmt.Sprintf("%s was sent, but its outcome is unknown: %s.%s", target, problem, notBlindly)
 	case resp != nil && (resp.status < 200 || resp.status > 399): // whatever its body
@@ -455,57 +466,218 @@ func responseDocument(ct catalogTool, resp *response, err error) ([]byte, error)
 		be.Code, be.Body = "response_invalid", nil
 		be.Message = fmt.Sprintf("%s: %s. The read had no effect; fix the cause and retry.", target, problem)
 	}
-	return nil, be
+	return be
 }
 
 // ---- stdio ----
 
-// maxLineLength bounds one JSON-RPC message from the client.
-const maxLineLength = 4 << 20
+// maxLineLength bounds one JSON-RPC message from the client: no valid call
+// of the two tools comes near it (their arguments are bounded at 320 KiB).
+const maxLineLength = 1 << 20
 
-// serveStdio runs the server over newline-delimited JSON-RPC. The SDK's
-// transport ends the session on a line it cannot decode; SPEC §9 wants a
-// reply and an intact session, so a filter in front of it answers such lines
-// itself with -32700 (not JSON) or -32600 (not a JSON-RPC message).
-func serveStdio(ctx context.Context, server *mcp.Server, in io.Reader, out io.Writer) error {
-	w := &lineWriter{w: out}
-	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(filterLines(in, pw, w)) }()
-	return server.Run(ctx, &mcp.IOTransport{Reader: pr, Writer: w})
+// lineLimits bound the syntax check of one line; the tools' own arguments
+// are bounded again, tighter, when a handler reads them.
+var lineLimits = limits{bytes: maxLineLength, depth: 128, values: maxLineLength}
+
+// stdioTransport is newline-delimited JSON-RPC on stdin and stdout. Unlike
+// the SDK's IOTransport it never ends the session on a bad line (SPEC §11):
+// a line that is not one valid JSON-RPC message gets its error reply, every
+// request exactly one reply, and the session goes on.
+type stdioTransport struct {
+	in   io.Reader
+	out  io.Writer
+	conn *stdioConn
 }
 
-// filterLines copies the lines of in that are single JSON-RPC messages to
-// pass, and answers the others on replies.
-func filterLines(in io.Reader, pass io.Writer, replies *lineWriter) error {
+func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
+	t.conn = &stdioConn{out: t.out, messages: make(chan jsonrpc.Message), done: make(chan struct{}), eof: make(chan struct{}),
+		inFlight: map[jsonrpc.ID]bool{}}
+	go t.conn.readLines(t.in)
+	return t.conn, nil
+}
+
+// serveStdio runs one MCP session on in and out until in ends or ctx ends.
+// Then it stops writing, cancels every call still in flight (end) and
+// returns once they have returned (SPEC §11). The reason is "" when stdin
+// ended.
+func serveStdio(ctx context.Context, server *mcp.Server, in io.Reader, out io.Writer, end context.CancelFunc) error {
+	t := &stdioTransport{in: in, out: out}
+	ss, err := server.Connect(ctx, t, nil)
+	if err != nil {
+		return err
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- ss.Wait() }()
+	select {
+	case <-ctx.Done():
+	case <-t.conn.eof:
+	case err = <-waited:
+	}
+	t.conn.Close()
+	end()
+	if werr := <-waited; err == nil && werr != nil && !errors.Is(werr, io.EOF) && ctx.Err() == nil {
+		err = werr
+	}
+	return err
+}
+
+// stdioConn is one stdio session. Its reader checks each line before the
+// SDK sees it; its writer learns which requests have been answered.
+type stdioConn struct {
+	out      io.Writer
+	messages chan jsonrpc.Message
+	done     chan struct{} // closed by Close: nothing more is read or written
+	eof      chan struct{} // closed when stdin ends
+	once     sync.Once
+
+	mu          sync.Mutex
+	closed      bool
+	initialized bool                // an initialize request went through
+	inFlight    map[jsonrpc.ID]bool // requests the SDK has not answered yet
+}
+
+func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case m := <-c.messages:
+		return m, nil
+	case <-c.eof:
+		return nil, io.EOF
+	case <-c.done:
+		return nil, io.EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (c *stdioConn) Write(_ context.Context, m jsonrpc.Message) error {
+	data, err := jsonrpc.EncodeMessage(m)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return io.ErrClosedPipe
+	}
+	if r, ok := m.(*jsonrpc.Response); ok {
+		delete(c.inFlight, r.ID)
+	}
+	_, err = c.out.Write(append(data, '\n'))
+	return err
+}
+
+func (c *stdioConn) Close() error {
+	c.once.Do(func() {
+		c.mu.Lock()
+		c.closed = true
+		c.mu.Unlock()
+		close(c.done)
+	})
+	return nil
+}
+
+func (c *stdioConn) SessionID() string { return "" }
+
+// readLines reads stdin line by line until it ends or the session closes.
+func (c *stdioConn) readLines(in io.Reader) {
+	defer close(c.eof)
 	r := bufio.NewReaderSize(in, 64<<10)
 	for {
 		line, tooLong, err := readLine(r)
 		if err != nil {
-			return err
+			return
 		}
-		line = bytes.TrimSpace(line)
+		var m jsonrpc.Message
 		if tooLong {
-			replies.reply(nil, jsonrpc.CodeParseError, fmt.Sprintf("message longer than %d bytes", maxLineLength))
+			c.reply(nil, jsonrpc.CodeParseError, fmt.Sprintf("parse error: the message is longer than %d bytes", maxLineLength))
+		} else if m = c.check(line); m == nil {
 			continue
 		}
-		if len(line) == 0 {
-			continue
-		}
-		if _, err := jsonrpc.DecodeMessage(line); err != nil || line[0] == '[' {
-			var probe struct {
-				ID json.RawMessage `json:"id"`
-			}
-			if json.Unmarshal(line, &probe) != nil && !json.Valid(line) {
-				replies.reply(nil, jsonrpc.CodeParseError, "parse error: the line is not JSON")
-			} else {
-				replies.reply(probe.ID, jsonrpc.CodeInvalidRequest, "invalid request: not a single JSON-RPC 2.0 message")
-			}
-			continue
-		}
-		if _, err := pass.Write(append(line, '\n')); err != nil {
-			return err
+		select {
+		case c.messages <- m:
+		case <-c.done:
+			return
 		}
 	}
+}
+
+// check returns the message on line when it is one the SDK may see, and
+// otherwise answers it itself: −32700 for a line that is not exactly one
+// strict JSON value, −32600 for a value that is not a usable JSON-RPC
+// message (SPEC §11).
+func (c *stdioConn) check(line []byte) jsonrpc.Message {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return nil
+	}
+	if err := (*schema)(nil).validateBytes(line, lineLimits, ""); err != nil {
+		c.reply(nil, jsonrpc.CodeParseError, "parse error: "+err.Error())
+		return nil
+	}
+	id, hasID := topMember(line, "id")
+	usable := hasID && (id[0] == '"' || id[0] == '-' || '0' <= id[0] && id[0] <= '9') &&
+		(id[0] == '"' || isInteger(string(id), !bytes.ContainsAny(id, ".eE")) && exact(string(id)).Num().CmpAbs(maxSafeInteger) <= 0)
+	if !usable {
+		id = nil
+	}
+	m, err := jsonrpc.DecodeMessage(line)
+	switch {
+	case hasID && !usable:
+		c.reply(nil, jsonrpc.CodeInvalidRequest, "invalid request: an id must be a string or an integer within ±2^53")
+		return nil
+	case err != nil:
+		c.reply(id, jsonrpc.CodeInvalidRequest, "invalid request: not a JSON-RPC 2.0 message")
+		return nil
+	}
+	req, ok := m.(*jsonrpc.Request)
+	if !ok || !req.IsCall() {
+		return m
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.inFlight[req.ID]:
+		c.replyLocked(id, jsonrpc.CodeInvalidRequest, "invalid request: a request with this id is still in flight")
+		return nil
+	case !c.initialized && !slices.Contains([]string{"initialize", "ping", "server/discover"}, req.Method) && !statelessRequest(req):
+		c.replyLocked(id, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: %s before initialize", quote(req.Method)))
+		return nil
+	}
+	c.initialized = c.initialized || req.Method == "initialize"
+	c.inFlight[req.ID] = true
+	return m
+}
+
+// statelessRequest reports whether req carries the protocol version in its
+// _meta, as 2026-07-28 clients send every request without initialize.
+func statelessRequest(req *jsonrpc.Request) bool {
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	return json.Unmarshal(req.Params, &p) == nil && p.Meta["io.modelcontextprotocol/protocolVersion"] != nil
+}
+
+// topMember returns the raw bytes of the member key of a checked JSON
+// object document.
+func topMember(doc []byte, key string) ([]byte, bool) {
+	sc := scanner{data: doc, lim: lineLimits}
+	if sc.peek() != '{' {
+		return nil, false
+	}
+	sc.pos++
+	for sc.peek() != '}' {
+		if sc.data[sc.pos] == ',' {
+			sc.pos++
+		}
+		k := sc.key()
+		sc.peek()
+		start := sc.pos
+		sc.validate(nil, "")
+		if k == key {
+			return doc[start:sc.pos], true
+		}
+	}
+	return nil, false
 }
 
 // readLine reads one line, discarding the rest of a line over maxLineLength.
@@ -515,7 +687,7 @@ func readLine(r *bufio.Reader) (line []byte, tooLong bool, err error) {
 		if len(line)+len(chunk) <= maxLineLength {
 			line = append(line, chunk...)
 		} else {
-			tooLong = true
+			tooLong, line = true, line[:0]
 		}
 		switch {
 		case err == bufio.ErrBufferFull:
@@ -529,23 +701,18 @@ func readLine(r *bufio.Reader) (line []byte, tooLong bool, err error) {
 	}
 }
 
-// lineWriter serializes whole lines from the SDK and from the filter.
-type lineWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+// reply writes an error response for a line the SDK does not see.
+func (c *stdioConn) reply(id json.RawMessage, code int, msg string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.replyLocked(id, code, msg)
 }
 
-func (l *lineWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-func (l *lineWriter) Close() error { return nil }
-
-// reply writes an error response for a line that carried no usable request.
-func (l *lineWriter) reply(id json.RawMessage, code int, msg string) {
-	if len(id) == 0 || !(id[0] == '"' || id[0] == '-' || '0' <= id[0] && id[0] <= '9') {
+func (c *stdioConn) replyLocked(id json.RawMessage, code int, msg string) {
+	if c.closed {
+		return
+	}
+	if id == nil {
 		id = json.RawMessage("null")
 	}
 	data, _ := json.Marshal(struct {
@@ -553,5 +720,5 @@ func (l *lineWriter) reply(id json.RawMessage, code int, msg string) {
 		ID      json.RawMessage `json:"id"`
 		Error   jsonrpc.Error   `json:"error"`
 	}{"2.0", id, jsonrpc.Error{Code: int64(code), Message: msg}})
-	l.Write(append(data, '\n'))
+	c.out.Write(append(data, '\n'))
 }

@@ -93,9 +93,7 @@ func connect(t testing.TB, b *bridge, version string, opts *mcp.ClientOptions) *
 }
 
 func newBridge(f *fakeNetBox, allowMutations bool) *bridge {
-	cfg := f.config()
-	cfg.allowMutations = allowMutations
-	return &bridge{client: testClient(f.t, cfg)}
+	return &bridge{client: testClient(f.t, f.config()), allowMutations: allowMutations}
 }
 
 // result is a tool result with its structured content decoded.
@@ -738,7 +736,7 @@ func TestMalformedLines(t *testing.T) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	server := newMCPServer(newBridge(f, false), slog.New(slog.NewTextHandler(io.Discard, nil)))
-	go serveStdio(context.Background(), server, inR, outW)
+	go serveStdio(context.Background(), server, inR, outW, func() {})
 	t.Cleanup(func() { inW.Close() })
 	replies := bufio.NewScanner(outR)
 	replies.Buffer(nil, 1<<20)

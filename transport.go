@@ -11,9 +11,111 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
+
+// version is set at release time with -ldflags "-X main.version=…".
+var version = ""
+
+// bridgeVersion is the release version, else the module version from the
+// build information.
+func bridgeVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
+
+// config is the resolved NetBox configuration of serve and scan.
+type config struct {
+	base     string // scheme://host[:port][/prefix], no trailing slash
+	origin   string // scheme://host:port, case-folded, for link checks
+	prefix   string // path prefix of base, "" or "/netbox"
+	auth     string // Authorization header value, "" for none
+	timeout  time.Duration
+	insecure bool
+}
+
+// defaultTimeout is the per-request timeout when nothing sets one.
+const defaultTimeout = 30 * time.Second
+
+// normalizeURL checks NETBOX_URL and splits it into base, origin and prefix.
+func normalizeURL(raw string) (base, origin, prefix string, err error) {
+	if hasControl(raw) || strings.Contains(raw, " ") {
+		return "", "", "", errors.New("contains a control character or space")
+	}
+	if !strings.Contains(raw, "://") {
+		// "host:8000" and "[::1]:8000" are hosts; "ftp:x" is a scheme.
+		if scheme, rest, ok := strings.Cut(raw, ":"); ok && raw[0] != '[' && strings.Trim(strings.SplitN(rest, "/", 2)[0], "0123456789") != "" && !strings.Contains(scheme, ".") {
+			return "", "", "", fmt.Errorf("scheme %s is not http or https", quote(scheme))
+		}
+		raw = "https://" + raw
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return "", "", "", errors.New("is not a URL")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", "", "", fmt.Errorf("scheme %s is not http or https", quote(u.Scheme))
+	case u.User != nil:
+		return "", "", "", errors.New("must not contain credentials; set NETBOX_TOKEN instead")
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(raw, "#"):
+		return "", "", "", errors.New("must not have a query or fragment")
+	case u.Host == "" || u.Opaque != "":
+		return "", "", "", errors.New("has no host")
+	case strings.Contains(u.EscapedPath(), "%") || strings.Contains(raw, "%"):
+		return "", "", "", errors.New("must not contain percent-encoding")
+	}
+	prefix = strings.TrimRight(u.Path, "/")
+	if prefix != "" && badSegment(prefix[1:]) {
+		return "", "", "", errors.New("path prefix has an empty, . or .. segment")
+	}
+	if origin, err = originOf(u.Scheme, u.Host); err != nil {
+		return "", "", "", err
+	}
+	return u.Scheme + "://" + u.Host + prefix, origin, prefix, nil
+}
+
+// originOf normalizes scheme and authority to scheme://host:port.
+func originOf(scheme, authority string) (string, error) {
+	scheme = strings.ToLower(scheme)
+	port := map[string]string{"http": "80", "https": "443"}[scheme]
+	if port == "" {
+		return "", fmt.Errorf("scheme %s is not http or https", quote(scheme))
+	}
+	host := authority
+	if i := strings.LastIndexByte(authority, ':'); i >= 0 && !strings.Contains(authority[i:], "]") {
+		host, port = authority[:i], authority[i+1:]
+		if port == "" || strings.Trim(port, "0123456789") != "" {
+			return "", fmt.Errorf("port %s is not a number", quote(port))
+		}
+		port = strings.TrimLeft(port, "0")
+	}
+	if host == "" {
+		return "", errors.New("no host")
+	}
+	return scheme + "://" + strings.ToLower(host) + ":" + port, nil
+}
+
+// authorization renders a token as its header: v2 tokens (nbt_…) as Bearer,
+// others as Token. The token itself never appears in the error.
+func authorization(token string) (string, error) {
+	if hasControl(token) || strings.Contains(token, " ") {
+		return "", errors.New("the token contains a control character, space, CR, LF or NUL; set it without them")
+	}
+	if strings.HasPrefix(token, "nbt_") {
+		return "Bearer " + token, nil
+	}
+	return "Token " + token, nil
+}
 
 // Transport errors that callers tell apart.
 var (
@@ -22,6 +124,10 @@ var (
 	errRedirect    = errors.New("redirects are never followed")
 	errNotReadable = errors.New("body could not be read")
 )
+
+// requestsInFlight is how many requests one call keeps in flight at most
+// (a scan's concurrency), and so how many idle connections are kept.
+const requestsInFlight = 16
 
 // client is the one HTTP client of the bridge (SPEC §8): every discovery and
 // target request goes through do. It never follows redirects, keeps no cache,
@@ -37,7 +143,7 @@ var environmentProxy = http.ProxyFromEnvironment
 
 func newClient(cfg *config) *client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = scanConcurrency
+	tr.MaxIdleConnsPerHost = requestsInFlight
 	tr.MaxResponseHeaderBytes = 64 << 10 // the default, 10 MiB, is no bound with 16 in flight
 	tr.Proxy = func(r *http.Request) (*url.URL, error) {
 		if r.URL.Scheme != "https" {
@@ -70,11 +176,13 @@ type request struct {
 	budget *atomic.Int64 // aggregate discovery bytes left, nil for targets
 }
 
-// response is a response whose body was read within its limit.
+// response is a response whose body was read within its limit. Its body
+// holds a share of the process's bodyGate until release is called.
 type response struct {
-	status int
-	header http.Header
-	body   []byte
+	status  int
+	header  http.Header
+	body    []byte
+	release func()
 }
 
 // transportError is a failed request, with whether any byte of it may have
@@ -88,7 +196,8 @@ type transportError struct {
 func (e *transportError) Error() string { return e.err.Error() }
 func (e *transportError) Unwrap() error { return e.err }
 
-// do sends one request and reads its body within req.limit.
+// do sends one request and reads its body within req.limit. On success the
+// caller releases the response once it has used the body.
 func (c *client) do(ctx context.Context, req request) (*response, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
@@ -98,15 +207,15 @@ func (c *client) do(ctx context.Context, req request) (*response, error) {
 		WroteHeaders:     func() { sent.Store(true) },
 	}
 	ctx = httptrace.WithClientTrace(ctx, trace)
-	url := c.base + req.path
+	target := c.base + req.path
 	if req.query != "" {
-		url += "?" + req.query
+		target += "?" + req.query
 	}
 	var body io.Reader
 	if req.body != nil {
 		body = bytes.NewReader(req.body)
 	}
-	hr, err := http.NewRequestWithContext(ctx, req.method, url, body)
+	hr, err := http.NewRequestWithContext(ctx, req.method, target, body)
 	if err != nil {
 		return nil, &transportError{err: fmt.Errorf("bad request URL: %w", err)}
 	}
@@ -131,7 +240,7 @@ func (c *client) do(ctx context.Context, req request) (*response, error) {
 		return nil, &transportError{err: describeNetError(ctx, err, c.timeout), sent: sent.Load()}
 	}
 	defer resp.Body.Close()
-	r := &response{status: resp.StatusCode, header: resp.Header}
+	r := &response{status: resp.StatusCode, header: resp.Header, release: func() {}}
 	fail := func(err error) error { return &transportError{err: err, sent: true, resp: r} }
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		return r, fail(fmt.Errorf("%w: HTTP %d to %s", errRedirect, resp.StatusCode, quote(clip(resp.Header.Get("Location"), 120))))
@@ -142,13 +251,23 @@ func (c *client) do(ctx context.Context, req request) (*response, error) {
 	if resp.ContentLength > int64(req.limit) {
 		return r, fail(fmt.Errorf("%w: Content-Length %d is more than %d bytes", errTooLarge, resp.ContentLength, req.limit))
 	}
+	share := int64(req.limit)
+	if resp.ContentLength >= 0 {
+		share = resp.ContentLength
+	}
+	share = max(share, minBodyShare)
+	if err := bodies.acquire(ctx, share); err != nil {
+		return r, fail(fmt.Errorf("%w: %v", errNotReadable, describeNetError(ctx, err, c.timeout)))
+	}
 	r.body, err = readBounded(resp.Body, req.limit, resp.ContentLength, req.budget)
 	if err != nil {
+		bodies.release(share)
 		if !errors.Is(err, errTooLarge) && !errors.Is(err, errBudget) {
 			err = fmt.Errorf("%w: %v", errNotReadable, describeNetError(ctx, err, c.timeout))
 		}
 		return r, fail(err)
 	}
+	r.release = sync.OnceFunc(func() { bodies.release(share) })
 	return r, nil
 }
 
@@ -196,10 +315,75 @@ func describeNetError(ctx context.Context, err error, timeout time.Duration) err
 	return err
 }
 
-// clip shortens hostile text to n bytes for a message.
-func clip(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
+// Process-wide memory bounds (SPEC §11). Every NetBox body takes a share of
+// bodyBudget while it is read and used: its Content-Length, or its limit
+// when it declares none, and at least minBodyShare, which also pays for the
+// decoded tree of a small document. A body that finds the budget spent
+// waits, cancellable, in arrival order; no holder ever waits for more, so the
+// budget cannot deadlock.
+const (
+	bodyBudget   = 8 << 20
+	minBodyShare = 16 << 10
+)
+
+var bodies = newGate(bodyBudget)
+
+// gate is a counting semaphore whose waiters are served first come, first
+// served: one waiting for a large share holds back later small ones.
+type gate struct {
+	mu      sync.Mutex
+	free    int64
+	waiters []*gateWaiter
+}
+
+type gateWaiter struct {
+	n     int64
+	ready chan struct{}
+}
+
+func newGate(n int64) *gate { return &gate{free: n} }
+
+// acquire takes n, waiting until it is free or ctx ends.
+func (g *gate) acquire(ctx context.Context, n int64) error {
+	g.mu.Lock()
+	if len(g.waiters) == 0 && g.free >= n {
+		g.free -= n
+		g.mu.Unlock()
+		return nil
 	}
-	return s
+	w := &gateWaiter{n, make(chan struct{})}
+	g.waiters = append(g.waiters, w)
+	g.mu.Unlock()
+	select {
+	case <-w.ready:
+		return nil
+	case <-ctx.Done():
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-w.ready: // granted meanwhile: give it back
+		g.free += n
+	default:
+		g.waiters = slices.DeleteFunc(g.waiters, func(o *gateWaiter) bool { return o == w })
+	}
+	g.grant()
+	return ctx.Err()
+}
+
+func (g *gate) release(n int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.free += n
+	g.grant()
+}
+
+// grant serves the waiters in order while the first one fits.
+func (g *gate) grant() {
+	for len(g.waiters) > 0 && g.waiters[0].n <= g.free {
+		w := g.waiters[0]
+		g.waiters = g.waiters[1:]
+		g.free -= w.n
+		close(w.ready)
+	}
 }
