@@ -328,7 +328,7 @@ func TestProfileFormats(t *testing.T) {
 		{"no profiles member", `{"other": 1}`, "prod", `profile "prod" is not in `},
 		{"no default profile", `{"profiles": {"prod": {"base_url": "https://prod.example.com"}}}`, "", "no NetBox URL"},
 		{"not an object", `[]`, "", "is not a JSON object: the top-level value is not an object"},
-		{"not JSON", `{"profiles": {"default": {"token_secret": "` + secret + `"`, "", "is not a JSON object: invalid JSON"},
+		{"not JSON", `{"profiles": {"default": {"token_secret": "` + secret + `"`, "", "is not a JSON object: profiles.default: invalid JSON"},
 		{"duplicate key", `{"profiles": {}, "profiles": {}}`, "", `duplicate key "profiles"`},
 		{"byte order mark", "\xEF\xBB\xBF{}", "", "byte order mark"},
 		{"bad URL", `{"base_url": "ftp://x", "token_key": "k", "token_secret": "` + secret + `"}`, "", `profile base_url: scheme "ftp"`},

@@ -84,7 +84,9 @@ func (ps *problems) exactKeys(obj value, loc, what string, required, optional []
 func parseManifest(data []byte) (*manifest, problems) {
 	doc, err := decode(data, manifestLimits)
 	if err != nil {
-		return nil, problems{{"", err.Error()}}
+		var ps problems
+		ps.addErr(err)
+		return nil, ps
 	}
 	var ps problems
 	if !ps.exactKeys(doc, "", "the manifest", manifestKeys, nil) {
@@ -276,7 +278,7 @@ func checkDocuments(manifestData []byte, toolName string, arguments, body []byte
 	}
 	t := m.tool(toolName)
 	if t == nil {
-		return problems{{"--tool", fmt.Sprintf("the manifest has no tool %s", quote(toolName))}}
+		return problems{{Location: "--tool", Message: fmt.Sprintf("the manifest has no tool %s", quote(toolName))}}
 	}
 	if arguments != nil {
 		if err := t.input.validateBytes(arguments, instanceLimits, "arguments"); err != nil {

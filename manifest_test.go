@@ -12,7 +12,7 @@ import (
 // apiece, to the location and message its first problem must have.
 var badManifests = map[string]struct{ location, message string }{
 	"not-json":                  {"", "invalid JSON at line 1, column 58 (byte 57): expected a string key"},
-	"duplicate-key":             {"", `duplicate key "name"`},
+	"duplicate-key":             {"tools[0]", `duplicate key "name"`},
 	"byte-order-mark":           {"", "byte order mark is not allowed"},
 	"unknown-top-key":           {"version", "unknown key in the manifest"},
 	"missing-tools":             {"", `the manifest is missing "tools"`},

@@ -74,6 +74,7 @@ func (v value) get(key string) (value, bool) {
 type syntaxError struct {
 	offset, line, column int
 	msg                  string
+	loc                  string // the JSON location of the value being read
 }
 
 func (e *syntaxError) Error() string {
@@ -104,7 +105,7 @@ func newScanner(data []byte, lim limits) (scanner, error) {
 		return scanner{}, &syntaxError{msg: fmt.Sprintf("document is %d bytes, more than %d", len(data), lim.bytes)}
 	}
 	if bytes.HasPrefix(data, []byte("\xEF\xBB\xBF")) {
-		return scanner{}, &syntaxError{0, 1, 1, "byte order mark is not allowed"}
+		return scanner{}, &syntaxError{0, 1, 1, "byte order mark is not allowed", here}
 	}
 	return scanner{data: data, lim: lim}, nil
 }
@@ -113,7 +114,7 @@ func (sc *scanner) errorf(format string, args ...any) error {
 	before := sc.data[:min(sc.pos, len(sc.data))]
 	line := bytes.Count(before, []byte("\n")) + 1
 	column := len(before) - bytes.LastIndexByte(before, '\n')
-	return &syntaxError{sc.pos, line, column, fmt.Sprintf(format, args...)}
+	return &syntaxError{sc.pos, line, column, fmt.Sprintf(format, args...), here}
 }
 
 func (sc *scanner) skipSpace() {
@@ -665,6 +666,8 @@ var falseSchema = &schema{never: true}
 type problem struct {
 	Location string `json:"location"`
 	Message  string `json:"message"`
+	Line     int    `json:"line,omitempty"` // of a syntax error
+	Column   int    `json:"column,omitempty"`
 }
 
 func (p *problem) Error() string {
@@ -681,18 +684,22 @@ type problems []problem
 const problemLimit = 100
 
 func (ps *problems) add(loc, format string, args ...any) {
+	ps.put(problem{Location: loc, Message: fmt.Sprintf(format, args...)})
+}
+
+func (ps *problems) put(p problem) {
 	switch {
 	case len(*ps) < problemLimit:
-		*ps = append(*ps, problem{loc, fmt.Sprintf(format, args...)})
+		*ps = append(*ps, p)
 	case len(*ps) == problemLimit:
-		*ps = append(*ps, problem{"", fmt.Sprintf("more than %d problems: fix these and check again", problemLimit)})
+		*ps = append(*ps, problem{Message: fmt.Sprintf("more than %d problems: fix these and check again", problemLimit)})
 	}
 }
 
 // addErr adds a validator error, a *problem.
 func (ps *problems) addErr(err error) {
 	if p, ok := err.(*problem); ok {
-		ps.add(p.Location, "%s", p.Message)
+		ps.put(*p)
 		return
 	}
 	ps.add("", "%v", err)
@@ -939,7 +946,7 @@ func (s *schema) validateBytes(data []byte, lim limits, root string) error {
 		err = sc.finish()
 	}
 	if e, ok := err.(*syntaxError); ok {
-		return &problem{root, e.Error()}
+		return &problem{Location: relocated(e.loc, root), Message: e.Error(), Line: e.line, Column: e.column}
 	}
 	return err
 }
@@ -987,10 +994,10 @@ func (sc *scanner) validate(s *schema, loc string) error {
 	}
 	v := build(sc.data[start:sc.pos])
 	if s.constant != nil && !equal(v, *s.constant) {
-		return &problem{loc, "value does not equal the schema's const"}
+		return &problem{Location: loc, Message: "value does not equal the schema's const"}
 	}
 	if s.hasEnum && !slices.ContainsFunc(s.enum, func(e value) bool { return equal(v, e) }) {
-		return &problem{loc, "value is not one of the schema's enum values"}
+		return &problem{Location: loc, Message: "value is not one of the schema's enum values"}
 	}
 	return nil
 }
@@ -998,11 +1005,11 @@ func (sc *scanner) validate(s *schema, loc string) error {
 func (s *schema) checkType(got typeMask, loc string) error {
 	switch {
 	case s.never:
-		return &problem{loc, "no value is allowed here"}
+		return &problem{Location: loc, Message: "no value is allowed here"}
 	case s.types == 0 || s.types&got != 0:
 		return nil
 	}
-	return &problem{loc, fmt.Sprintf("expected %s, got %s", s.types, got)}
+	return &problem{Location: loc, Message: fmt.Sprintf("expected %s, got %s", s.types, got)}
 }
 
 func (t typeMask) String() string {
@@ -1018,10 +1025,20 @@ func (t typeMask) String() string {
 // relocate puts loc in place of here in a problem found below a member or
 // element.
 func relocate(err error, loc string) error {
-	if p, ok := err.(*problem); ok && strings.HasPrefix(p.Location, here) {
-		p.Location = loc + p.Location[len(here):]
+	switch e := err.(type) {
+	case *problem:
+		e.Location = relocated(e.Location, loc)
+	case *syntaxError:
+		e.loc = relocated(e.loc, loc)
 	}
 	return err
+}
+
+func relocated(at, loc string) string {
+	if strings.HasPrefix(at, here) {
+		return loc + at[len(here):]
+	}
+	return at
 }
 
 // keySet finds duplicate keys: declared properties by index in a bit set,
@@ -1133,8 +1150,8 @@ func (sc *scanner) validateObject(s *schema, loc string) error {
 			return sc.errorf("duplicate key %s", quote(string(raw)))
 		}
 		if s == nil {
-			if err := sc.validate(nil, ""); err != nil {
-				return err
+			if err := sc.validate(nil, here); err != nil {
+				return relocate(err, child(loc, string(raw)))
 			}
 			continue
 		}
@@ -1149,7 +1166,7 @@ func (sc *scanner) validateObject(s *schema, loc string) error {
 			sub = s.props[idx].schema
 		}
 		if sub != nil && sub.never {
-			return &problem{child(loc, string(raw)), "property is not allowed"}
+			return &problem{Location: child(loc, string(raw)), Message: "property is not allowed"}
 		}
 		if err := sc.validate(sub, here); err != nil {
 			return relocate(err, child(loc, string(raw)))
@@ -1160,7 +1177,7 @@ func (sc *scanner) validateObject(s *schema, loc string) error {
 	}
 	for _, i := range s.required {
 		if !seen.hasProp(i) {
-			return &problem{loc, fmt.Sprintf("missing required property %s", quote(s.props[i].name))}
+			return &problem{Location: loc, Message: fmt.Sprintf("missing required property %s", quote(s.props[i].name))}
 		}
 	}
 	return checkCount(loc, "has %d properties", n, s.minProps, s.maxProps, "Properties")
@@ -1171,9 +1188,9 @@ func (sc *scanner) validateObject(s *schema, loc string) error {
 func checkCount(loc, measured string, n, least, most int, keyword string) error {
 	switch {
 	case least >= 0 && n < least:
-		return &problem{loc, fmt.Sprintf(measured+", fewer than min%s %d", n, keyword, least)}
+		return &problem{Location: loc, Message: fmt.Sprintf(measured+", fewer than min%s %d", n, keyword, least)}
 	case most >= 0 && n > most:
-		return &problem{loc, fmt.Sprintf(measured+", more than max%s %d", n, keyword, most)}
+		return &problem{Location: loc, Message: fmt.Sprintf(measured+", more than max%s %d", n, keyword, most)}
 	}
 	return nil
 }
@@ -1203,13 +1220,13 @@ func (sc *scanner) validateArray(s *schema, loc string) error {
 		}
 		start := sc.pos
 		if items != nil && items.never {
-			return &problem{index(loc, n), "no item is allowed here"}
+			return &problem{Location: index(loc, n), Message: "no item is allowed here"}
 		}
 		if err := sc.validate(items, here); err != nil {
 			return relocate(err, index(loc, n))
 		}
 		if s != nil && s.unique && seen.add(uniqueKey(sc.data[start:sc.pos])) {
-			return &problem{index(loc, n), "equals an earlier item; uniqueItems requires distinct items"}
+			return &problem{Location: index(loc, n), Message: "equals an earlier item; uniqueItems requires distinct items"}
 		}
 		n++
 	}
@@ -1262,15 +1279,15 @@ func (s *schema) checkString(b []byte, ascii bool, loc string) error {
 	}
 	if s.dateTime {
 		if err := checkDateTime(b); err != nil {
-			return &problem{loc, fmt.Sprintf("%s is not an RFC 3339 date-time: %v", quote(string(b)), err)}
+			return &problem{Location: loc, Message: fmt.Sprintf("%s is not an RFC 3339 date-time: %v", quote(string(b)), err)}
 		}
 	}
 	if s.hasEnum || s.constant != nil {
 		if s.constant != nil && (s.constant.kind != kindString || s.constant.s != string(b)) {
-			return &problem{loc, "value does not equal the schema's const"}
+			return &problem{Location: loc, Message: "value does not equal the schema's const"}
 		}
 		if s.hasEnum && !slices.ContainsFunc(s.enum, func(e value) bool { return e.kind == kindString && e.s == string(b) }) {
-			return &problem{loc, fmt.Sprintf("%s is not one of the schema's enum values", quote(string(b)))}
+			return &problem{Location: loc, Message: fmt.Sprintf("%s is not one of the schema's enum values", quote(string(b)))}
 		}
 	}
 	return nil
@@ -1317,7 +1334,7 @@ func (sc *scanner) validateNumber(s *schema, loc string) error {
 	if len(t) > 40 {
 		t = t[:40] + "…"
 	}
-	return &problem{loc, fmt.Sprintf("%s is %s %s", t, what, b.text)}
+	return &problem{Location: loc, Message: fmt.Sprintf("%s is %s %s", t, what, b.text)}
 }
 
 // num is an instance number: an int64 when every bound is one too, else exact.
