@@ -88,13 +88,14 @@ func (e *scanLimitError) Error() string { return e.msg }
 
 // httpStatusError is a discovery document that was not 200 OK.
 type httpStatusError struct {
-	path   string
+	path   string // base-relative
+	url    string // as requested
 	status int
-	detail string
+	detail string // the DRF detail and a hint, or ""
 }
 
 func (e *httpStatusError) Error() string {
-	return fmt.Sprintf("GET %s: HTTP %d%s", e.path, e.status, e.detail)
+	return fmt.Sprintf("GET %s: HTTP %d%s", e.url, e.status, e.detail)
 }
 
 // errNotAdvertised is a plugin root without an mcp member.
@@ -172,12 +173,19 @@ func (d *discovery) fetch(ctx context.Context, path string, limit int, use func(
 	case errors.Is(err, errBudget):
 		return d.fail(fmt.Sprintf("GET %s: %v (%d bytes)", path, errBudget, scanByteLimit))
 	case err != nil:
-		return fmt.Errorf("GET %s: %w", path, err)
+		return fmt.Errorf("GET %s: %w", d.c.base+path, err)
 	}
 	defer resp.release()
 	if resp.status != http.StatusOK {
 		body, _ := decode(resp.body, instanceLimits)
-		return &httpStatusError{path, resp.status, detail(body)}
+		e := &httpStatusError{path, d.c.base + path, resp.status, detail(body)}
+		switch {
+		case resp.status == http.StatusUnauthorized || resp.status == http.StatusForbidden:
+			e.detail += "; " + d.c.tokenHint(d.opts.auth)
+		case resp.status == http.StatusNotFound && path == "/api/plugins/":
+			e.detail += "; is NETBOX_URL the NetBox base URL, without /api, and with the path prefix NetBox is served under?"
+		}
+		return e
 	}
 	return use(resp.body)
 }

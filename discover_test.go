@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // ---- a fake NetBox, shared by every test that needs one ----
@@ -1022,9 +1023,9 @@ func TestScanAllIsolatesBrokenPlugins(t *testing.T) {
 	}
 	want := []scanProblem{
 		{"bad-manifest", "discovery_failed", `manifest /api/plugins/bad-manifest/mcp/: tools[0]: a tool descriptor is missing "title" (and`},
-		{"gone", "plugin_not_found", `NetBox has no API root for plugin "gone" (GET /api/plugins/gone/: HTTP 404)`},
-		{"no-manifest", "discovery_failed", "GET /api/plugins/no-manifest/mcp/: HTTP 404"},
-		{"server-error", "discovery_failed", `GET /api/plugins/server-error/: HTTP 500: "boom"`},
+		{"gone", "plugin_not_found", `NetBox has no API root for plugin "gone" (GET ` + f.URL + `/api/plugins/gone/: HTTP 404)`},
+		{"no-manifest", "discovery_failed", "/api/plugins/no-manifest/mcp/: HTTP 404"},
+		{"server-error", "discovery_failed", `/api/plugins/server-error/: HTTP 500: "boom"`},
 	}
 	if len(cat.problems) != len(want) {
 		t.Fatalf("problems %v", cat.problems)
@@ -1055,7 +1056,7 @@ func TestScanOneErrorCodes(t *testing.T) {
 	}
 	scanOneFails(t, c, "quiet", "not_advertised", `plugin "quiet": the plugin root does not advertise an MCP manifest`)
 	scanOneFails(t, c, "nullmcp", "not_advertised", "does not advertise")
-	scanOneFails(t, c, "no-manifest", "discovery_failed", "GET /api/plugins/no-manifest/mcp/: HTTP 404")
+	scanOneFails(t, c, "no-manifest", "discovery_failed", "/api/plugins/no-manifest/mcp/: HTTP 404")
 	scanOneFails(t, c, "bad-manifest", "discovery_failed", "must be an array of 1 to 64 tools")
 	scanOneFails(t, c, "root-error", "discovery_failed", `HTTP 503: "maintenance"`)
 	scanOneFails(t, c, "Bad_Slug", "invalid_request", "is not a plugin slug")
@@ -1120,11 +1121,11 @@ func TestScanBadToken(t *testing.T) {
 	cfg := f.config()
 	cfg.auth = "Token ffffffffffffffffffffffffffffffffffffffff"
 	c := testClient(t, cfg)
-	be := scanAllFails(t, c, `GET /api/plugins/: HTTP 403: "Invalid token."`)
+	be := scanAllFails(t, c, `/api/plugins/: HTTP 403: "Invalid token."`)
 	if strings.Contains(be.Message, "ffffffff") {
 		t.Errorf("message %q echoes the token", be.Message)
 	}
-	scanOneFails(t, c, "example", "discovery_failed", `GET /api/plugins/example/: HTTP 403: "Invalid token."`)
+	scanOneFails(t, c, "example", "discovery_failed", `/api/plugins/example/: HTTP 403: "Invalid token."`)
 }
 
 // ---- headers ----
@@ -1323,10 +1324,10 @@ func TestScanDocumentByteLimits(t *testing.T) {
 							t.Errorf("tools %v problems %v", toolNames(cat), cat.problems)
 						}
 					case d.whole:
-						scanAllFails(t, f.client(), "GET /api/plugins/: body exceeds its size limit: "+want)
+						scanAllFails(t, f.client(), "/api/plugins/: body exceeds its size limit: "+want)
 					default:
 						cat := scanAllOK(t, f.client())
-						onlyProblem(t, cat, "a", "discovery_failed", "GET "+d.path+": body exceeds its size limit: "+want)
+						onlyProblem(t, cat, "a", "discovery_failed", f.URL+d.path+": body exceeds its size limit: "+want)
 						if got := toolNames(cat); !slices.Equal(got, []string{"b.list"}) {
 							t.Errorf("tools %v", got)
 						}
@@ -1518,7 +1519,7 @@ func TestScanStalledBody(t *testing.T) {
 			cfg.timeout = time.Second
 			c := testClient(t, cfg)
 			cat := scanAllOK(t, c)
-			onlyProblem(t, cat, "stuck", "discovery_failed", "GET "+path+": body could not be read: timed out after 1s")
+			onlyProblem(t, cat, "stuck", "discovery_failed", f.URL+path+": body could not be read: timed out after 1s")
 			if got := toolNames(cat); !slices.Equal(got, []string{"good.list"}) {
 				t.Errorf("tools %v", got)
 			}
@@ -1925,5 +1926,62 @@ func TestProxyOnlyForHTTPS(t *testing.T) {
 		if err != nil || (u != nil) != want {
 			t.Errorf("%s: proxy %v, %v; want a proxy: %v", rawURL, u, err, want)
 		}
+	}
+}
+
+// TestHostileLabelIsClipped: SPEC §4, a plugin-list label is echoed with at
+// most 200 characters, in the problem's plugin and in its message.
+func TestHostileLabelIsClipped(t *testing.T) {
+	t.Parallel()
+	f := newFakeNetBox(t)
+	f.addListEntry(strings.Repeat("x", 870000), `"/api/users/"`)
+	f.addListEntry("a"+strings.Repeat("é", 300), `"/api/users/"`) // byte 200 falls inside a character
+	cat := scanAllOK(t, f.client())
+	if len(cat.problems) != 2 {
+		t.Fatalf("problems %d", len(cat.problems))
+	}
+	for _, p := range cat.problems {
+		if n := utf8.RuneCountInString(p.Plugin); n > 201 || !utf8.ValidString(p.Plugin) {
+			t.Errorf("plugin of %d characters (valid UTF-8 %t)", n, utf8.ValidString(p.Plugin))
+		}
+		if n := utf8.RuneCountInString(p.Error); n > 600 {
+			t.Errorf("message of %d characters", n)
+		}
+	}
+}
+
+// TestScanStopsAtABrokenLimit: SPEC §11, a scan that breaks a limit stops
+// its outstanding requests at once instead of waiting for the slowest.
+func TestScanStopsAtABrokenLimit(t *testing.T) {
+	t.Parallel()
+	f := newFakeNetBox(t)
+	var stalled, released atomic.Int32
+	for i := range 40 {
+		slug := fmt.Sprintf("p%02d", i)
+		f.addPlugin(slug, readTool("list"))
+		if i < 4 {
+			f.padTo("/api/plugins/"+slug+"/", 700<<10) // four of them spend the 2 MiB budget
+			continue
+		}
+		f.handle("/api/plugins/"+slug+"/", func(w http.ResponseWriter, r *http.Request) {
+			stalled.Add(1)
+			select {
+			case <-r.Context().Done():
+				released.Add(1)
+			case <-time.After(20 * time.Second):
+			}
+		})
+	}
+	start := time.Now()
+	scanAllFails(t, f.client(), "discovery bodies exceed the scan's aggregate limit")
+	if elapsed := time.Since(start); elapsed > 10*time.Second {
+		t.Errorf("the scan waited %v for its slowest request", elapsed)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for released.Load() < stalled.Load() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if stalled.Load() == 0 || released.Load() != stalled.Load() {
+		t.Errorf("%d of %d outstanding requests were stopped", released.Load(), stalled.Load())
 	}
 }

@@ -29,6 +29,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"reflect"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -44,27 +46,73 @@ import (
 const usage = `netbox-plugin-bridge: NetBox plugin operations for MCP clients (bridge v1).
 
 Usage:
-  netbox-plugin-bridge [serve] [flags]
-	MCP stdio server with the tools plugin_list_tools and plugin_call_tool.
-  netbox-plugin-bridge scan [--plugin P] [--json] [flags]
-	Discover the plugin tools of the configured NetBox and print them with
-	any problems. Exit 0 clean, 1 problems, 2 configuration or connection error.
-  netbox-plugin-bridge check MANIFEST.json [--tool T [--arguments JSON|@FILE] [--response FILE]] [--json]
-	Check a bridge-v1 manifest offline, and optionally arguments or a
-	response body for one of its tools. Exit 0 valid, 1 invalid, 2 usage
-	or unreadable input.
-  netbox-plugin-bridge version
+  netbox-plugin-bridge [serve] [flags]   the MCP server on stdio (the default)
+  netbox-plugin-bridge scan [flags]      list the plugin tools an agent would see
+  netbox-plugin-bridge check ...         contract checks for plugin authors
+  netbox-plugin-bridge version           the version (also --version)
+  netbox-plugin-bridge help [COMMAND]    this text, or a command's (also -h, --help)
 
-Flags of serve and scan:
-  --profile NAME       netbox-sdk profile (default: $NETBOX_PROFILE or "default")
-  --allow-mutations    enable write and destructive plugin tools
-  --demo               use the built-in demo NetBox on a loopback port
-  --timeout DURATION   per-request timeout (default: $NETBOX_TIMEOUT seconds or 30s)
+Try it without a NetBox: netbox-plugin-bridge scan --demo
 
-Environment: NETBOX_URL, NETBOX_TOKEN (or NETBOX_TOKEN_KEY and
-NETBOX_TOKEN_SECRET), NETBOX_SSL_VERIFY, NETBOX_TIMEOUT, NETBOX_PROFILE,
-NETBOX_MCP_ALLOW_MUTATIONS. Tokens are never accepted as flags.
+Configuration: flags, then the environment, then the netbox-sdk profile.
+  NETBOX_URL           the NetBox base URL, https://netbox.example.com[/prefix]
+  NETBOX_TOKEN         an API token: nbt_KEY.SECRET (v2, sent as Bearer) or v1
+  NETBOX_TOKEN_KEY, NETBOX_TOKEN_SECRET, NETBOX_TOKEN_VERSION=v1
+                       the same token split as netbox-sdk stores it
+  NETBOX_TIMEOUT       per-request timeout, seconds or a duration (default 30s)
+  NETBOX_SSL_VERIFY=0  no TLS verification (a last resort: set SSL_CERT_FILE)
+  NETBOX_PROFILE       a profile of ~/.config/netbox-sdk/config.json (chmod 600)
+  NETBOX_MCP_ALLOW_MUTATIONS, NETBOX_MCP_CONFIRM
+                       the write policy: see 'netbox-plugin-bridge help serve'
+Tokens are never accepted as flags.
 `
+
+const commonFlagsUsage = `  --profile NAME            netbox-sdk profile (default $NETBOX_PROFILE, else "default")
+  --demo                    use the built-in demo NetBox on a loopback port
+  --timeout DURATION        per-request timeout: 30s, or a number of seconds
+`
+
+// commandUsage is the usage of each command.
+var commandUsage = map[string]string{
+	"serve": `Usage: netbox-plugin-bridge [serve] [flags]
+
+Serves the MCP tools plugin_list_tools and plugin_call_tool on stdin and
+stdout for an MCP client; logs go to stderr. It starts even when NetBox is
+not configured: every tool call then answers config_error with the reason.
+
+Flags:
+` + commonFlagsUsage + `  --allow-mutations[=LIST]  run write and destructive tools: all, or only LIST,
+                            as in example.run_report,proxbox.* ($NETBOX_MCP_ALLOW_MUTATIONS)
+  --confirm MODE            ask the human before a write: auto (destructive tools, when
+                            the client can ask), destructive, writes, off ($NETBOX_MCP_CONFIRM)
+  --log-format text|json    the stderr log, write audit records included (default text)
+`,
+	"scan": `Usage: netbox-plugin-bridge scan [--plugin P] [--json] [flags]
+
+Discovers the plugin tools of the configured NetBox and prints them with any
+problems; --json prints exactly the plugin_list_tools result. Exit 0 clean,
+1 problems, 2 a configuration error or NetBox unreachable or refusing the token.
+
+Flags:
+  --plugin P                only this plugin, failing closed on any problem
+  --json                    print the result document
+` + commonFlagsUsage,
+	"check": `Usage: netbox-plugin-bridge check MANIFEST.json... [--json]
+       netbox-plugin-bridge check MANIFEST.json --tool T [--arguments JSON|@FILE] [--response JSON|@FILE] [--json]
+
+Checks bridge-v1 manifests offline ('-' reads standard input): every problem,
+one per line, as FILE: LOCATION: MESSAGE. With --tool, also arguments or a
+response body for that tool. Exit 0 valid, 1 problems, 2 usage or unreadable input.
+
+Flags:
+  --tool T                  the tool whose arguments or response to check
+  --arguments JSON|@FILE    arguments for T
+  --response JSON|@FILE     a response body of T
+  --json                    print {"valid", "problems": [{"file", "location", "message"}]}
+`,
+	"version": "Usage: netbox-plugin-bridge version\n\nPrints the version and the MCP SDK version built in.\n",
+	"help":    "Usage: netbox-plugin-bridge help [COMMAND]\n\nPrints the usage, or a command's: serve, scan, check, version.\n",
+}
 
 // Exit codes shared by scan and check.
 const (
@@ -74,33 +122,50 @@ const (
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, osEnvironment()))
 }
 
 // run executes one command line and returns the process exit code.
-func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version") {
-		args = []string{"version"}
-	}
-	cmd := "serve"
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer, env environment) int {
+	cmd, explicit := "serve", false
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		cmd, args = args[0], args[1:]
+		cmd, args, explicit = args[0], args[1:], true
 	}
+	if !explicit && len(args) == 1 {
+		switch args[0] {
+		case "--version", "-version":
+			cmd, args = "version", nil
+		case "-h", "-help", "--help":
+			cmd, args = "help", nil
+		}
+	}
+	commands := []string{"serve", "scan", "check", "version", "help"}
 	switch cmd {
 	case "serve":
-		return runServe(args, os.Stdin, stdout, stderr, osEnvironment())
+		return runServe(args, stdin, stdout, stderr, env)
 	case "scan":
-		return runScan(args, stdout, stderr, osEnvironment())
+		return runScan(args, stdout, stderr, env)
 	case "check":
-		return runCheck(args, stdout, stderr)
+		return runCheck(args, stdin, stdout, stderr, env)
 	case "version":
+		if _, code, ok := parseFlags(flag.NewFlagSet("version", flag.ContinueOnError), args, stdout, stderr); !ok {
+			return code
+		}
 		fmt.Fprintln(stdout, versionLine())
 		return exitOK
 	case "help":
-		fmt.Fprint(stdout, usage)
+		switch {
+		case len(args) == 0:
+			fmt.Fprint(stdout, usage)
+		case len(args) == 1 && commandUsage[args[0]] != "":
+			fmt.Fprint(stdout, commandUsage[args[0]])
+		default:
+			fmt.Fprintf(stderr, "netbox-plugin-bridge help: no command %q%s\n", strings.Join(args, " "), suggest(args[0], commands, ""))
+			return exitUsage
+		}
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "netbox-plugin-bridge: unknown command %q; run 'netbox-plugin-bridge help'\n", cmd)
+	fmt.Fprintf(stderr, "netbox-plugin-bridge: unknown command %q%s; run 'netbox-plugin-bridge help'\n", cmd, suggest(cmd, commands, ""))
 	return exitUsage
 }
 
@@ -117,134 +182,225 @@ func versionLine() string {
 	return fmt.Sprintf("netbox-plugin-bridge %s (go-sdk %s)", bridgeVersion(), sdk)
 }
 
-// parseFlags parses flags that may come before or after positional
-// arguments and returns those, at most maxArgs of them. It reports usage
-// errors itself.
-func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer, maxArgs int) ([]string, bool) {
-	fs.SetOutput(io.Discard)
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			fmt.Fprintf(stderr, "netbox-plugin-bridge %s: %v; run 'netbox-plugin-bridge help'\n", fs.Name(), err)
-			return nil, false
-		}
-		if args = fs.Args(); len(args) == 0 {
-			break
-		}
-		positional, args = append(positional, args[0]), args[1:]
+// parseFlags parses flags, before and after the positional arguments it
+// returns. Its errors name a flag as it was typed and suggest the nearest
+// one; -h and --help print the command's usage. When ok is false the
+// command ends with code.
+func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (positional []string, code int, ok bool) {
+	fail := func(format string, a ...any) ([]string, int, bool) {
+		fmt.Fprintf(stderr, "netbox-plugin-bridge %s: %s; run 'netbox-plugin-bridge help %[1]s'\n", fs.Name(), fmt.Sprintf(format, a...))
+		return nil, exitUsage, false
 	}
-	if len(positional) > maxArgs {
-		fmt.Fprintf(stderr, "netbox-plugin-bridge %s: unexpected argument %q; run 'netbox-plugin-bridge help'\n", fs.Name(), positional[maxArgs])
-		return nil, false
+	for len(args) > 0 {
+		arg := args[0]
+		args = args[1:]
+		if arg == "--" {
+			return append(positional, args...), exitOK, true
+		}
+		if len(arg) < 2 || arg[0] != '-' {
+			positional = append(positional, arg)
+			continue
+		}
+		typed, value, hasValue := strings.Cut(arg, "=")
+		name := strings.TrimPrefix(typed[1:], "-")
+		fl := fs.Lookup(name)
+		switch {
+		case name == "h" || name == "help":
+			fmt.Fprint(stdout, commandUsage[fs.Name()])
+			return nil, exitOK, false
+		case name == "token" || name == "url":
+			return fail("%s: tokens and URLs are not flags; set NETBOX_%s (or use a netbox-sdk profile)", typed, strings.ToUpper(name))
+		case fl == nil:
+			var names []string
+			fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+			return fail("unknown flag %s%s", typed, suggest(name, names, "--"))
+		}
+		if b, isBool := fl.Value.(interface{ IsBoolFlag() bool }); !hasValue && isBool && b.IsBoolFlag() {
+			value = "true"
+		} else if !hasValue {
+			if len(args) == 0 {
+				return fail("flag %s needs a value", typed)
+			}
+			value, args = args[0], args[1:]
+		}
+		if err := fl.Value.Set(value); err != nil {
+			return fail("%s %s: %v", typed, quote(value), err)
+		}
 	}
-	return positional, true
+	return positional, exitOK, true
 }
 
-// runCheck is the offline contract check for plugin authors.
-func runCheck(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	toolName := fs.String("tool", "", "tool whose arguments or response to check")
-	arguments := fs.String("arguments", "", "arguments as JSON, or @FILE")
-	response := fs.String("response", "", "file holding a response body")
-	asJSON := fs.Bool("json", false, "print the verdict as JSON")
-	files, ok := parseFlags(fs, args, stderr, 1)
-	if !ok {
-		return exitUsage
+// suggest is " (did you mean X?)" for the candidate nearest to s, if one is
+// within two edits.
+func suggest(s string, candidates []string, prefix string) string {
+	best, bestDistance := "", 3
+	for _, c := range candidates {
+		if d := editDistance(s, c); d < bestDistance {
+			best, bestDistance = c, d
+		}
 	}
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "netbox-plugin-bridge check: "+format+"\n", a...)
-		return exitUsage
+	if best == "" {
+		return ""
 	}
-	switch {
-	case len(files) != 1:
-		return fail("give exactly one manifest file; run 'netbox-plugin-bridge help'")
-	case *toolName == "" && (*arguments != "" || *response != ""):
-		return fail("--arguments and --response need --tool")
+	return fmt.Sprintf(" (did you mean %s%s?)", prefix, best)
+}
+
+// editDistance is the Levenshtein distance of two short strings.
+func editDistance(a, b string) int {
+	row := make([]int, len(b)+1)
+	for j := range row {
+		row[j] = j
 	}
-	var docs [3][]byte // manifest, arguments, response
-	for i, name := range []string{"@" + files[0], *arguments, "@" + *response} {
-		switch {
-		case name == "@":
-		case strings.HasPrefix(name, "@"):
-			data, err := os.ReadFile(name[1:])
-			if err != nil {
-				return fail("cannot read %v", err)
+	for i := 1; i <= len(a); i++ {
+		prev := row[0]
+		row[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
 			}
-			docs[i] = data
-		case name != "":
-			docs[i] = []byte(name)
+			prev, row[j] = row[j], min(row[j]+1, row[j-1]+1, prev+cost)
 		}
 	}
-	ps := checkDocuments(docs[0], *toolName, docs[1], docs[2])
-	if *asJSON {
-		out, _ := json.MarshalIndent(struct {
-			Valid    bool     `json:"valid"`
-			Problems problems `json:"problems"`
-		}{len(ps) == 0, append(problems{}, ps...)}, "", "  ")
-		fmt.Fprintln(stdout, string(out))
-	} else {
-		for _, p := range ps {
-			fmt.Fprintln(stdout, p.Error())
-		}
-		if len(ps) == 0 {
-			fmt.Fprintf(stdout, "%s: valid\n", files[0])
-		}
-	}
-	if len(ps) > 0 {
-		return exitInvalid
-	}
-	return exitOK
+	return row[len(b)]
 }
 
 // ---- configuration (SPEC §2) ----
 
-// commonFlags are the flags of serve and scan.
-type commonFlags struct {
-	profile        string
-	allowMutations bool
-	demo           bool
-	timeout        time.Duration
+// options are the flags of every command; each registers those it takes.
+type options struct {
+	profile, plugin, confirm, logFormat string
+	allowMutations                      optionalValue
+	timeout                             time.Duration
+	demo, json                          bool
+	tool, response                      string
+	arguments                           []string
 }
 
-func (f *commonFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.profile, "profile", "", "netbox-sdk profile name")
-	fs.BoolVar(&f.allowMutations, "allow-mutations", false, "enable write and destructive plugin tools")
-	fs.BoolVar(&f.demo, "demo", false, "use the built-in demo NetBox")
-	fs.DurationVar(&f.timeout, "timeout", 0, "per-request timeout")
+// optionalValue is a boolean flag that may carry a value, as in
+// --allow-mutations or --allow-mutations=LIST.
+type optionalValue struct {
+	value string
+	set   bool
 }
 
-// environment is what configuration reads from outside: variables and files.
+func (v *optionalValue) String() string   { return v.value }
+func (v *optionalValue) IsBoolFlag() bool { return true }
+func (v *optionalValue) Set(s string) error {
+	v.value, v.set = s, true
+	return nil
+}
+
+// timeoutValue is --timeout: a duration, or a number of seconds.
+type timeoutValue struct{ d *time.Duration }
+
+func (v timeoutValue) String() string { return "" }
+func (v timeoutValue) Set(s string) (err error) {
+	*v.d, err = parseTimeout(s)
+	return err
+}
+
+// listValue collects a flag given several times.
+type listValue struct{ list *[]string }
+
+func (v listValue) String() string { return "" }
+func (v listValue) Set(s string) error {
+	*v.list = append(*v.list, s)
+	return nil
+}
+
+// register adds the flags that connect to a NetBox.
+func (o *options) register(fs *flag.FlagSet) {
+	fs.StringVar(&o.profile, "profile", "", "")
+	fs.BoolVar(&o.demo, "demo", false, "")
+	fs.Var(timeoutValue{&o.timeout}, "timeout", "")
+	fs.Var(&o.allowMutations, "allow-mutations", "")
+}
+
+// parseTimeout reads a timeout: a Go duration (30s, 1m) or a number of
+// seconds (30, 2.5), more than 0 and at most a day.
+func parseTimeout(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		secs, ferr := strconv.ParseFloat(s, 64)
+		if ferr != nil || !(secs > 0 && secs <= 86400) { // !(…) also refuses NaN
+			return 0, errors.New("is not a duration (30s) or a number of seconds, more than 0 and at most a day")
+		}
+		d = time.Duration(secs * float64(time.Second))
+	}
+	if d <= 0 || d > 24*time.Hour {
+		return 0, errors.New("is not more than 0 and at most a day")
+	}
+	return d, nil
+}
+
+// environment is what configuration reads from outside: variables and the
+// profile file.
 type environment struct {
 	getenv   func(string) string
-	readFile func(string) ([]byte, fs.FileMode, error)
+	readFile func(string) ([]byte, error) // readPrivate, or a test's
 	home     string
 }
 
 func osEnvironment() environment {
 	home, _ := os.UserHomeDir()
-	return environment{getenv: os.Getenv, home: home, readFile: func(name string) ([]byte, fs.FileMode, error) {
-		info, err := os.Stat(name)
-		if err != nil {
-			return nil, 0, err
-		}
-		data, err := os.ReadFile(name)
-		return data, info.Mode().Perm(), err
-	}}
+	return environment{getenv: os.Getenv, home: home, readFile: readPrivate}
 }
 
-// loadConfig resolves flags, then environment, then the netbox-sdk profile
-// file. Its errors are one line that says what to set.
-func loadConfig(f commonFlags, env environment) (*config, error) {
-	if f.timeout < 0 {
-		return nil, errors.New("--timeout must be positive")
+// secretFileLimit bounds a file that holds a secret.
+const secretFileLimit = 1 << 20
+
+// readPrivate reads a file that holds a secret. Before reading a byte it
+// refuses what another local user could have written or read: a file that is
+// not a regular file (a FIFO would hang, /dev/zero would never end), that
+// group or others may read or write, or that another user owns. Windows has
+// no such modes; there it checks only that the file is regular.
+func readPrivate(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
 	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	mode := info.Mode()
+	switch {
+	case !mode.IsRegular():
+		return nil, fmt.Errorf("%s is not a regular file (%v); point to a regular file", path, mode.Type())
+	case runtime.GOOS == "windows":
+	case mode.Perm()&0o077 != 0:
+		return nil, fmt.Errorf("%s may be read or written by other users (mode %04o); run: chmod 600 %s", path, mode.Perm(), path)
+	case fileOwner(info) != os.Getuid():
+		return nil, fmt.Errorf("%s belongs to another user (uid %d); it must be yours", path, fileOwner(info))
+	}
+	data, err := io.ReadAll(io.LimitReader(f, secretFileLimit+1))
+	if err == nil && len(data) > secretFileLimit {
+		err = fmt.Errorf("%s is larger than %d bytes", path, secretFileLimit)
+	}
+	return data, err
+}
+
+// fileOwner is the owner of a file on Unix, or -1.
+func fileOwner(info fs.FileInfo) int {
+	if uid := reflect.ValueOf(info.Sys()).Elem().FieldByName("Uid"); uid.IsValid() {
+		return int(uid.Uint())
+	}
+	return -1
+}
+
+// loadConfig resolves the NetBox configuration: flags, then environment,
+// then the netbox-sdk profile file. Its errors are one line that says what
+// to set.
+func loadConfig(o *options, env environment) (*config, error) {
 	cfg := &config{timeout: defaultTimeout}
-	profileName := cmp.Or(f.profile, env.getenv("NETBOX_PROFILE"))
+	profileName := cmp.Or(o.profile, env.getenv("NETBOX_PROFILE"))
 	p, err := loadProfile(env, cmp.Or(profileName, "default"), profileName != "")
 	if err != nil {
 		return nil, err
 	}
-	// Each setting with the name of where it came from, for error messages.
+	// Each setting with the name of where it came from, for messages.
 	pick := func(envName, profileKey, profileValue string) (string, string) {
 		if v := env.getenv(envName); v != "" {
 			return v, envName
@@ -254,9 +410,9 @@ func loadConfig(f commonFlags, env environment) (*config, error) {
 	rawURL, urlFrom := pick("NETBOX_URL", "base_url", p.url)
 	timeout, timeoutFrom := pick("NETBOX_TIMEOUT", "timeout", p.timeout)
 	sslVerify, sslFrom := pick("NETBOX_SSL_VERIFY", "ssl_verify", p.sslVerify)
-	token, tokenFrom := envToken(env.getenv), "NETBOX_TOKEN"
-	if token == "" {
-		token, tokenFrom = p.token, "profile token_secret"
+	token, tokenFrom := envToken(env.getenv)
+	if token == "" && p.token != "" {
+		token, tokenFrom = p.token, fmt.Sprintf("profile %q", p.name)
 	}
 	if rawURL == "" {
 		return nil, errors.New("no NetBox URL: set NETBOX_URL (for example https://netbox.example.com) or a netbox-sdk profile, or use --demo")
@@ -264,7 +420,8 @@ func loadConfig(f commonFlags, env environment) (*config, error) {
 	if cfg.base, cfg.origin, cfg.prefix, err = normalizeURL(rawURL); err != nil {
 		return nil, fmt.Errorf("%s: %v", urlFrom, err)
 	}
-	if token != "" && tokenFrom != "NETBOX_TOKEN" && urlFrom == "NETBOX_URL" && p.url != "" {
+	cfg.assumedHTTPS = !strings.Contains(rawURL, "://")
+	if token != "" && strings.HasPrefix(tokenFrom, "profile") && urlFrom == "NETBOX_URL" && p.url != "" {
 		// Never send a profile's token to a NetBox other than the profile's own.
 		if _, origin, _, err := normalizeURL(p.url); err != nil || origin != cfg.origin {
 			return nil, errors.New("NETBOX_URL names another NetBox than the profile whose token would be sent there; set NETBOX_TOKEN as well")
@@ -274,46 +431,58 @@ func loadConfig(f commonFlags, env environment) (*config, error) {
 		if cfg.auth, err = authorization(token); err != nil {
 			return nil, fmt.Errorf("%s: %v", tokenFrom, err)
 		}
+		cfg.authFrom = tokenFrom
 	}
 	if timeout != "" {
-		secs, err := strconv.ParseFloat(timeout, 64)
-		if err != nil || !(secs > 0 && secs <= 86400) { // !(…) also refuses NaN
-			return nil, fmt.Errorf("%s: %q is not a number of seconds between 0 and 86400", timeoutFrom, clip(timeout, 40))
+		if cfg.timeout, err = parseTimeout(timeout); err != nil {
+			return nil, fmt.Errorf("%s: %s %v", timeoutFrom, quote(clip(timeout, 40)), err)
 		}
-		cfg.timeout = time.Duration(secs * float64(time.Second))
 	}
-	if f.timeout > 0 {
-		cfg.timeout = f.timeout
+	if o.timeout > 0 {
+		cfg.timeout = o.timeout
 	}
 	switch strings.ToLower(sslVerify) {
 	case "", "1", "true", "yes", "on":
 	case "0", "false", "no", "off":
-		cfg.insecure = true
+		cfg.insecure, cfg.insecureFrom = true, sslFrom
 	default:
-		return nil, fmt.Errorf("%s: %q is not one of 1, true, yes, on, 0, false, no, off", sslFrom, clip(sslVerify, 40))
+		return nil, fmt.Errorf("%s: %s is not one of 1, true, yes, on, 0, false, no, off", sslFrom, quote(clip(sslVerify, 40)))
 	}
 	return cfg, nil
 }
 
-// mutationsAllowed is the mutation switch of SPEC §2.
-func mutationsAllowed(f commonFlags, env environment) bool {
-	return f.allowMutations || truthy(env.getenv("NETBOX_MCP_ALLOW_MUTATIONS"))
+// loadPolicy resolves the write policy of SPEC §13: the switch or its
+// allow-list, and the confirmation mode.
+func loadPolicy(o *options, env environment) (writePolicy, string, error) {
+	value, setting := env.getenv("NETBOX_MCP_ALLOW_MUTATIONS"), "NETBOX_MCP_ALLOW_MUTATIONS"
+	if o.allowMutations.set {
+		value, setting = o.allowMutations.value, "--allow-mutations"
+	}
+	policy, err := parseWritePolicy(value, setting)
+	if err != nil {
+		return writePolicy{}, "", err
+	}
+	confirm, setting := env.getenv("NETBOX_MCP_CONFIRM"), "NETBOX_MCP_CONFIRM"
+	if o.confirm != "" {
+		confirm, setting = o.confirm, "--confirm"
+	}
+	if confirm = cmp.Or(confirm, confirmModes[0]); !slices.Contains(confirmModes, confirm) {
+		return writePolicy{}, "", fmt.Errorf("%s: %s is not one of %s", setting, quote(clip(confirm, 40)), strings.Join(confirmModes, ", "))
+	}
+	return policy, confirm, nil
 }
 
-func truthy(s string) bool {
-	return slices.Contains([]string{"1", "true", "yes", "on"}, strings.ToLower(s))
-}
-
-// envToken reads the whole token, or netbox-sdk's split form.
-func envToken(getenv func(string) string) string {
+// envToken reads the whole token, or netbox-sdk's split form, and names
+// where it came from.
+func envToken(getenv func(string) string) (string, string) {
 	if t := getenv("NETBOX_TOKEN"); t != "" {
-		return t
+		return t, "NETBOX_TOKEN"
 	}
 	key, secret := getenv("NETBOX_TOKEN_KEY"), getenv("NETBOX_TOKEN_SECRET")
 	if strings.EqualFold(getenv("NETBOX_TOKEN_VERSION"), "v1") {
-		return secret
+		return secret, "NETBOX_TOKEN_SECRET"
 	}
-	return joinToken(key, secret)
+	return joinToken(key, secret), "NETBOX_TOKEN_KEY and NETBOX_TOKEN_SECRET"
 }
 
 // joinToken builds a v2 token from its key and secret.
@@ -329,7 +498,7 @@ func joinToken(key, secret string) string {
 
 // profile is the part of a netbox-sdk profile the bridge uses.
 type profile struct {
-	url, token, timeout, sslVerify string
+	name, url, token, timeout, sslVerify string
 }
 
 // loadProfile reads one profile of the netbox-sdk configuration file. A
@@ -349,15 +518,12 @@ func loadProfile(env environment, name string, named bool) (profile, error) {
 		}
 	}
 	for _, path := range paths {
-		data, mode, err := env.readFile(path)
+		data, err := env.readFile(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return profile{}, fmt.Errorf("cannot read the netbox-sdk profile file %s: %v", path, err)
-		}
-		if mode&0o044 != 0 {
-			return profile{}, fmt.Errorf("the profile file %s is readable by other users (mode %04o); run: chmod 600 %s", path, mode, path)
+			return profile{}, fmt.Errorf("cannot use the netbox-sdk profile file: %v", err)
 		}
 		return parseProfile(data, path, name, named)
 	}
@@ -397,7 +563,7 @@ func parseProfile(data []byte, path, name string, named bool) (profile, error) {
 		}
 		return ""
 	}
-	p := profile{url: text("base_url"), timeout: text("timeout"), sslVerify: text("ssl_verify")}
+	p := profile{name: name, url: text("base_url"), timeout: text("timeout"), sslVerify: text("ssl_verify")}
 	if strings.EqualFold(text("token_version"), "v1") {
 		p.token = text("token_secret")
 	} else {
@@ -406,37 +572,71 @@ func parseProfile(data []byte, path, name string, named bool) (profile, error) {
 	return p, nil
 }
 
+// startConfig loads the configuration, or starts the demo NetBox and
+// configures it; stop shuts the demo down. warnings are the settings an
+// operator should know are weak, once, for every command.
+func startConfig(o *options, env environment) (cfg *config, stop func(), warnings []string, err error) {
+	if !o.demo {
+		if cfg, err = loadConfig(o, env); err != nil {
+			return nil, func() {}, nil, err
+		}
+		if cfg.insecure {
+			warnings = append(warnings, fmt.Sprintf("TLS certificate verification is off (%s)", cfg.insecureFrom))
+		}
+		if cfg.auth != "" && strings.HasPrefix(cfg.base, "http://") {
+			warnings = append(warnings, fmt.Sprintf("the token from %s goes to %s over plain HTTP, readable on the network; use https://", cfg.authFrom, cfg.base))
+		}
+		return cfg, func() {}, warnings, nil
+	}
+	base, stop, err := startDemo()
+	if err != nil {
+		return nil, func() {}, nil, fmt.Errorf("cannot start the demo NetBox: %v", err)
+	}
+	cfg = &config{auth: "Token " + demoToken, authFrom: "the demo", timeout: cmp.Or(o.timeout, defaultTimeout)}
+	cfg.base, cfg.origin, cfg.prefix, _ = normalizeURL(base)
+	return cfg, stop, nil, nil
+}
+
 // ---- serve ----
 
-// runServe runs the MCP stdio server until stdin ends or a signal arrives.
-// A configuration error does not stop it: every tool call answers
+// runServe runs the MCP server until stdin ends or a signal arrives. A
+// configuration error does not stop it: every tool call answers
 // config_error instead, so the MCP client can show the reason.
-func runServe(args []string, stdin io.ReadCloser, stdout, stderr io.Writer, env environment) int {
+func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer, env environment) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	var f commonFlags
-	f.register(fs)
-	if _, ok := parseFlags(fs, args, stderr, 0); !ok {
+	var o options
+	o.register(fs)
+	fs.StringVar(&o.confirm, "confirm", "", "")
+	fs.StringVar(&o.logFormat, "log-format", "text", "")
+	if _, code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
+	} else if o.logFormat != "text" && o.logFormat != "json" {
+		fmt.Fprintf(stderr, "netbox-plugin-bridge serve: --log-format %s is not text or json\n", quote(o.logFormat))
 		return exitUsage
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	cfg, stop, err := startConfig(f, env)
-	if err != nil {
-		logger.Error("NetBox is not configured; every tool call will answer config_error", "error", err)
-		cfg, stop = &config{timeout: defaultTimeout}, func() {}
+	logger := newLogger(stderr, o.logFormat, slog.LevelInfo)
+	if f, ok := stdin.(*os.File); ok {
+		if info, err := f.Stat(); err == nil && info.Mode()&os.ModeCharDevice != 0 {
+			logger.Info("this is an MCP stdio server: register it in an MCP client, or try 'netbox-plugin-bridge scan --demo' and 'netbox-plugin-bridge help'")
+		}
 	}
+	cfg, stop, warnings, err := startConfig(&o, env)
 	defer stop()
-	if cfg.insecure {
-		logger.Warn("TLS certificate verification is disabled (NETBOX_SSL_VERIFY)")
+	policy, confirm, perr := loadPolicy(&o, env)
+	if err = cmp.Or(err, perr); err != nil {
+		logger.Error("the configuration is incomplete; every tool call will answer config_error", "error", err)
+		cfg = cmp.Or(cfg, &config{timeout: defaultTimeout})
 	}
-	if f.demo {
+	for _, w := range warnings {
+		logger.Warn(w)
+	}
+	if o.demo {
 		logger.Info("serving the built-in demo NetBox", "url", cfg.base)
 	}
-	life, end := context.WithCancel(context.Background())
-	b := &bridge{client: newClient(cfg), cfgErr: err, allowMutations: mutationsAllowed(f, env), life: life}
-	sdkLogger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	b := &bridge{client: newClient(cfg), cfgErr: err, policy: policy, confirm: confirm, audit: logger}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	err = serveStdio(ctx, newMCPServer(b, sdkLogger), stdin, stdout, end)
+	err = serveStdio(ctx, newMCPServer(b, newLogger(stderr, o.logFormat, slog.LevelWarn)), stdin, stdout)
 	switch {
 	case err != nil:
 		logger.Error("the MCP session failed", "error", err)
@@ -449,42 +649,76 @@ func runServe(args []string, stdin io.ReadCloser, stdout, stderr io.Writer, env 
 	return exitOK
 }
 
+// newLogger logs to w in the text or JSON form of log/slog.
+func newLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
 // ---- scan ----
 
 func runScan(args []string, stdout, stderr io.Writer, env environment) int {
 	fs := flag.NewFlagSet("scan", flag.ContinueOnError)
-	var f commonFlags
-	f.register(fs)
-	plugin := fs.String("plugin", "", "discover only this plugin")
-	asJSON := fs.Bool("json", false, "print the plugin_list_tools result document")
-	if _, ok := parseFlags(fs, args, stderr, 0); !ok {
+	var o options
+	o.register(fs)
+	fs.StringVar(&o.plugin, "plugin", "", "")
+	fs.BoolVar(&o.json, "json", false, "")
+	if positional, code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
+	} else if len(positional) > 0 {
+		fmt.Fprintf(stderr, "netbox-plugin-bridge scan: unexpected argument %q; run 'netbox-plugin-bridge help scan'\n", positional[0])
 		return exitUsage
 	}
-	cfg, stop, err := startConfig(f, env)
-	if err != nil {
-		fmt.Fprintf(stderr, "netbox-plugin-bridge scan: %v\n", err)
+	fail := func(code, msg string) int {
+		fmt.Fprintf(stderr, "netbox-plugin-bridge scan: %s: %s\n", code, msg)
+		if o.json {
+			doc, _ := json.Marshal(map[string]map[string]string{"error": {"code": code, "message": msg}})
+			fmt.Fprintln(stdout, string(doc))
+		}
 		return exitUsage
 	}
+	cfg, stop, warnings, err := startConfig(&o, env)
 	defer stop()
-	c := newClient(cfg)
+	if _, _, perr := loadPolicy(&o, env); err == nil && perr != nil {
+		err = perr
+	}
+	if err != nil {
+		return fail("config_error", err.Error())
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "netbox-plugin-bridge scan: warning: %s\n", w)
+	}
+	if o.demo {
+		fmt.Fprintf(stderr, "netbox-plugin-bridge scan: the built-in demo NetBox at %s; its plugin \"broken\" is broken on purpose, to show a problem\n", cfg.base)
+	} else {
+		fmt.Fprintf(stderr, "netbox-plugin-bridge scan: NetBox %s, %s\n", cfg.base, cfg.describeToken(""))
+	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
+	c := newClient(cfg)
 	var cat *catalog
-	if *plugin != "" {
-		cat, err = c.scanOne(ctx, *plugin, callOptions{})
+	if o.plugin != "" {
+		cat, err = c.scanOne(ctx, o.plugin, callOptions{})
 	} else {
 		cat, err = c.scanAll(ctx, callOptions{})
 	}
-	if err != nil {
-		be := err.(*bridgeError)
-		var te *transportError
-		if *plugin == "" || errors.As(be.cause, &te) && te.resp == nil {
-			fmt.Fprintf(stderr, "netbox-plugin-bridge scan: %s: %v\n", be.Code, be.Message)
-			return exitUsage
-		}
-		cat = &catalog{problems: []scanProblem{{*plugin, be.Code, be.Message}}}
+	var be *bridgeError
+	var te *transportError
+	var hs *httpStatusError
+	switch {
+	case err == nil:
+	case !errors.As(err, &be):
+		return fail("discovery_failed", err.Error())
+	case errors.As(err, &te) && te.resp == nil, o.plugin == "",
+		errors.As(err, &hs) && (hs.status == http.StatusUnauthorized || hs.status == http.StatusForbidden) && hs.path == "/api/plugins/"+o.plugin+"/":
+		return fail(be.Code, be.Message) // NetBox unreachable, the whole scan failed, or the token was refused
+	default:
+		cat = &catalog{problems: []scanProblem{{o.plugin, be.Code, be.Message}}}
 	}
-	if *asJSON {
+	if o.json {
 		fmt.Fprintln(stdout, string(catalogDocument(cat)))
 	} else {
 		printCatalog(stdout, cat)
@@ -496,12 +730,16 @@ func runScan(args []string, stdout, stderr io.Writer, env environment) int {
 }
 
 func printCatalog(w io.Writer, cat *catalog) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOOL\tMETHOD\tEFFECT\tTITLE")
-	for _, t := range cat.tools {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.qualifiedName(), t.tool.method, t.tool.effect, printable(t.tool.title))
+	if len(cat.tools) == 0 {
+		fmt.Fprintln(w, "no tools")
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TOOL\tMETHOD\tEFFECT\tTITLE")
+		for _, t := range cat.tools {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.qualifiedName(), t.tool.method, t.tool.effect, printable(t.tool.title))
+		}
+		tw.Flush()
 	}
-	tw.Flush()
 	if len(cat.problems) > 0 {
 		fmt.Fprintf(w, "\n%d problem(s):\n", len(cat.problems))
 		for _, p := range cat.problems {
@@ -521,20 +759,169 @@ func printable(s string) string {
 	}, s)
 }
 
-// startConfig loads the configuration, or starts the demo NetBox and
-// configures it. stop shuts the demo down.
-func startConfig(f commonFlags, env environment) (*config, func(), error) {
-	if !f.demo || f.timeout < 0 {
-		cfg, err := loadConfig(f, env)
-		return cfg, func() {}, err
+// ---- check ----
+
+// checkProblem is one problem of one checked document.
+type checkProblem struct {
+	File string `json:"file"`
+	problem
+	Tool string `json:"tool,omitempty"` // the name of the tool at Location
+}
+
+// runCheck is the offline contract check for plugin authors.
+func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer, env environment) int {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	var o options
+	fs.StringVar(&o.tool, "tool", "", "")
+	fs.Var(listValue{&o.arguments}, "arguments", "")
+	fs.StringVar(&o.response, "response", "", "")
+	fs.BoolVar(&o.json, "json", false, "")
+	files, code, ok := parseFlags(fs, args, stdout, stderr)
+	if !ok {
+		return code
 	}
-	base, stop, err := startDemo()
-	if err != nil {
-		return nil, nil, fmt.Errorf("cannot start the demo NetBox: %v", err)
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "netbox-plugin-bridge check: "+format+"; run 'netbox-plugin-bridge help check'\n", a...)
+		return exitUsage
 	}
-	cfg := &config{auth: "Token " + demoToken, timeout: cmp.Or(f.timeout, defaultTimeout)}
-	cfg.base, cfg.origin, cfg.prefix, _ = normalizeURL(base)
-	return cfg, stop, nil
+	switch {
+	case len(files) == 0:
+		return fail("give one or more manifest files, or - for standard input")
+	case o.tool == "" && (len(o.arguments) > 0 || o.response != ""):
+		return fail("--arguments and --response need --tool")
+	case o.tool != "" && len(files) > 1:
+		return fail("--tool checks one manifest, not %d", len(files))
+	case len(o.arguments) > 1:
+		return fail("--arguments is given %d times; give it once", len(o.arguments))
+	}
+	var all []checkProblem
+	for _, file := range files {
+		data, err := readDocument(file, manifestLimits.bytes, stdin)
+		if err != nil {
+			return fail("cannot read %v", err)
+		}
+		m, ps := parseManifest(data)
+		checked := "manifest"
+		var t *tool
+		if m != nil && o.tool != "" {
+			if t = m.tool(o.tool); t == nil {
+				var names []string
+				for _, t := range m.tools {
+					names = append(names, t.name)
+				}
+				return fail("%s has no tool %s; its tools are %s", file, quote(o.tool), strings.Join(names, ", "))
+			}
+		}
+		if t != nil {
+			for _, doc := range []struct {
+				name, value string
+				schema      *schema
+			}{{"arguments", strings.Join(o.arguments, ""), t.input}, {"response", o.response, t.output}} {
+				if doc.value == "" {
+					continue
+				}
+				data, err := documentArgument("--"+doc.name, doc.value, stdin)
+				if err != nil {
+					return fail("%v", err)
+				}
+				if err := doc.schema.validateBytes(data, instanceLimits, doc.name); err != nil {
+					ps.addErr(err)
+				}
+				checked += fmt.Sprintf("; %s for %s", doc.name, o.tool)
+			}
+		}
+		names := manifestToolNames(data)
+		for _, p := range ps {
+			cp := checkProblem{File: file, problem: p}
+			if i, ok := toolIndex(p.Location); ok && i < len(names) {
+				cp.Tool = names[i]
+			}
+			all = append(all, cp)
+			if !o.json {
+				fmt.Fprintf(stdout, "%s: %s\n", file, p.Error())
+			}
+		}
+		if len(ps) == 0 && !o.json {
+			fmt.Fprintf(stdout, "%s: valid (%s)\n", file, checked)
+		}
+	}
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		enc.Encode(struct {
+			Valid    bool           `json:"valid"`
+			Problems []checkProblem `json:"problems"`
+		}{len(all) == 0, append([]checkProblem{}, all...)})
+	}
+	if len(all) > 0 {
+		return exitInvalid
+	}
+	return exitOK
+}
+
+// readDocument reads a file, or standard input for "-", up to one byte past
+// limit, so that the decoder can tell an oversize document. It refuses
+// directories and devices (/dev/zero would never end); files and pipes
+// are read.
+func readDocument(path string, limit int, stdin io.Reader) ([]byte, error) {
+	r := stdin
+	if path != "-" {
+		f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		if pe, ok := err.(*fs.PathError); ok {
+			return nil, fmt.Errorf("%s: %v", path, pe.Err)
+		} else if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		if info, err := f.Stat(); err != nil || info.Mode()&(fs.ModeDir|fs.ModeDevice|fs.ModeSocket) != 0 {
+			return nil, fmt.Errorf("%s is not a file", path)
+		}
+		r = f
+	}
+	return io.ReadAll(io.LimitReader(r, int64(limit)+1))
+}
+
+// documentArgument reads the value of --arguments or --response: JSON, or
+// @FILE.
+func documentArgument(flagName, value string, stdin io.Reader) ([]byte, error) {
+	if path, ok := strings.CutPrefix(value, "@"); ok {
+		data, err := readDocument(path, instanceLimits.bytes, stdin)
+		if err != nil {
+			return nil, fmt.Errorf("%s: cannot read %v", flagName, err)
+		}
+		return data, nil
+	}
+	if !json.Valid([]byte(value)) {
+		if info, err := os.Stat(value); err == nil && info.Mode().IsRegular() {
+			return nil, fmt.Errorf("%s %s is not JSON, but names a file: did you mean @%[2]s?", flagName, value)
+		}
+	}
+	return []byte(value), nil
+}
+
+// manifestToolNames are the names of a manifest document's tools, "" where one
+// has none, for problems located at tools[i].
+func manifestToolNames(data []byte) []string {
+	doc, _ := decode(data, manifestLimits)
+	tools, _ := doc.get("tools")
+	names := make([]string, len(tools.arr))
+	for i, t := range tools.arr {
+		name, _ := t.get("name")
+		names[i] = name.s
+	}
+	return names
+}
+
+// toolIndex reads i from a location tools[i]….
+func toolIndex(loc string) (int, bool) {
+	rest, ok := strings.CutPrefix(loc, "tools[")
+	end := strings.IndexByte(rest, ']')
+	if !ok || end < 0 {
+		return 0, false
+	}
+	i, err := strconv.Atoi(rest[:end])
+	return i, err == nil
 }
 
 // ---- the built-in demo NetBox ----

@@ -5,9 +5,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,7 +54,7 @@ func writeProfile(t *testing.T, path, content string, mode os.FileMode) {
 func sdkPath(dir string) string { return filepath.Join(dir, "netbox-sdk", "config.json") }
 func cliPath(dir string) string { return filepath.Join(dir, "netbox-cli", "config.json") }
 
-func mustLoad(t *testing.T, f commonFlags, env environment) *config {
+func mustLoad(t *testing.T, f *options, env environment) *config {
 	t.Helper()
 	cfg, err := loadConfig(f, env)
 	if err != nil {
@@ -61,7 +64,7 @@ func mustLoad(t *testing.T, f commonFlags, env environment) *config {
 }
 
 // loadFails expects a configuration error containing want, and no token.
-func loadFails(t *testing.T, f commonFlags, env environment, want string) {
+func loadFails(t *testing.T, f *options, env environment, want string) {
 	t.Helper()
 	cfg, err := loadConfig(f, env)
 	switch {
@@ -155,7 +158,7 @@ func TestTokenForms(t *testing.T) {
 		{"none", map[string]string{}, ""},
 	} {
 		c.vars["NETBOX_URL"] = "https://netbox.example.com"
-		cfg, err := loadConfig(commonFlags{}, testEnv(t.TempDir(), c.vars))
+		cfg, err := loadConfig(&options{}, testEnv(t.TempDir(), c.vars))
 		if err != nil {
 			t.Errorf("%s: %v", c.name, err)
 		} else if cfg.auth != c.auth {
@@ -174,14 +177,14 @@ func TestTokenControlCharactersRefused(t *testing.T) {
 			{"NETBOX_TOKEN_VERSION": "v1", "NETBOX_TOKEN_SECRET": secretV1 + bad},
 		} {
 			vars["NETBOX_URL"] = "https://netbox.example.com"
-			loadFails(t, commonFlags{}, testEnv(t.TempDir(), vars), "the token contains a control character")
+			loadFails(t, &options{}, testEnv(t.TempDir(), vars), "the token contains a control character")
 		}
 		// The same from a profile file.
 		home := t.TempDir()
 		doc, _ := json.Marshal(map[string]any{"profiles": map[string]any{"default": map[string]string{
 			"base_url": "https://netbox.example.com", "token_version": "v1", "token_secret": secretV1 + bad}}})
 		writeProfile(t, sdkPath(filepath.Join(home, ".config")), string(doc), 0o600)
-		loadFails(t, commonFlags{}, testEnv(home, nil), "the token contains a control character")
+		loadFails(t, &options{}, testEnv(home, nil), "the token contains a control character")
 	}
 }
 
@@ -206,30 +209,30 @@ func TestConfigPrecedence(t *testing.T) {
 	const v1 = "Token 0123456789abcdef0123456789abcdef01234567"
 	for _, c := range []struct {
 		name  string
-		flags commonFlags
+		flags *options
 		vars  map[string]string
 		want  want
 	}{
-		{"profile only", commonFlags{}, nil,
+		{"profile only", &options{}, nil,
 			want{"https://profile.example.com/netbox", "Bearer nbt_pkey.psecret", 12 * time.Second, true}},
-		{"env URL of the profile's NetBox", commonFlags{}, map[string]string{"NETBOX_URL": "https://PROFILE.example.com:443/other"},
+		{"env URL of the profile's NetBox", &options{}, map[string]string{"NETBOX_URL": "https://PROFILE.example.com:443/other"},
 			want{"https://PROFILE.example.com:443/other", "Bearer nbt_pkey.psecret", 12 * time.Second, true}},
-		{"env token", commonFlags{}, map[string]string{"NETBOX_TOKEN": "nbt_env.tok"},
+		{"env token", &options{}, map[string]string{"NETBOX_TOKEN": "nbt_env.tok"},
 			want{"https://profile.example.com/netbox", "Bearer nbt_env.tok", 12 * time.Second, true}},
-		{"env split token", commonFlags{}, map[string]string{"NETBOX_TOKEN_KEY": "ek", "NETBOX_TOKEN_SECRET": "es"},
+		{"env split token", &options{}, map[string]string{"NETBOX_TOKEN_KEY": "ek", "NETBOX_TOKEN_SECRET": "es"},
 			want{"https://profile.example.com/netbox", "Bearer nbt_ek.es", 12 * time.Second, true}},
-		{"env timeout and TLS", commonFlags{}, map[string]string{"NETBOX_TIMEOUT": "3", "NETBOX_SSL_VERIFY": "1"},
+		{"env timeout and TLS", &options{}, map[string]string{"NETBOX_TIMEOUT": "3", "NETBOX_SSL_VERIFY": "1"},
 			want{"https://profile.example.com/netbox", "Bearer nbt_pkey.psecret", 3 * time.Second, false}},
-		{"everything from env", commonFlags{}, map[string]string{"NETBOX_URL": "env.example.com", "NETBOX_TOKEN": "nbt_env.tok",
+		{"everything from env", &options{}, map[string]string{"NETBOX_URL": "env.example.com", "NETBOX_TOKEN": "nbt_env.tok",
 			"NETBOX_TIMEOUT": "4", "NETBOX_SSL_VERIFY": "off"},
 			want{"https://env.example.com", "Bearer nbt_env.tok", 4 * time.Second, true}},
-		{"flag timeout", commonFlags{timeout: 2 * time.Second}, map[string]string{"NETBOX_TIMEOUT": "3"},
+		{"flag timeout", &options{timeout: 2 * time.Second}, map[string]string{"NETBOX_TIMEOUT": "3"},
 			want{"https://profile.example.com/netbox", "Bearer nbt_pkey.psecret", 2 * time.Second, true}},
-		{"NETBOX_PROFILE", commonFlags{}, map[string]string{"NETBOX_PROFILE": "prod"},
+		{"NETBOX_PROFILE", &options{}, map[string]string{"NETBOX_PROFILE": "prod"},
 			want{"https://prod.example.com", v1, 7500 * time.Millisecond, false}},
-		{"--profile beats NETBOX_PROFILE", commonFlags{profile: "staging"}, map[string]string{"NETBOX_PROFILE": "prod"},
+		{"--profile beats NETBOX_PROFILE", &options{profile: "staging"}, map[string]string{"NETBOX_PROFILE": "prod"},
 			want{"http://staging.example.com:8080", "", defaultTimeout, false}},
-		{"env beats a named profile", commonFlags{profile: "prod"}, map[string]string{"NETBOX_URL": "https://env.example.com",
+		{"env beats a named profile", &options{profile: "prod"}, map[string]string{"NETBOX_URL": "https://env.example.com",
 			"NETBOX_TOKEN": "nbt_env.tok", "NETBOX_TIMEOUT": "9"},
 			want{"https://env.example.com", "Bearer nbt_env.tok", 9 * time.Second, false}},
 	} {
@@ -250,11 +253,11 @@ func TestProfileTokenStaysWithItsNetBox(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
 	writeProfile(t, sdkPath(filepath.Join(home, ".config")), profileFile, 0o600)
-	_, err := loadConfig(commonFlags{}, testEnv(home, map[string]string{"NETBOX_URL": "http://env.example.com"}))
+	_, err := loadConfig(&options{}, testEnv(home, map[string]string{"NETBOX_URL": "http://env.example.com"}))
 	if err == nil || !strings.Contains(err.Error(), "set NETBOX_TOKEN as well") || strings.Contains(err.Error(), "psecret") {
 		t.Fatalf("got %v", err)
 	}
-	cfg, err := loadConfig(commonFlags{}, testEnv(home, map[string]string{"NETBOX_URL": "http://env.example.com", "NETBOX_TOKEN": "nbt_e.t"}))
+	cfg, err := loadConfig(&options{}, testEnv(home, map[string]string{"NETBOX_URL": "http://env.example.com", "NETBOX_TOKEN": "nbt_e.t"}))
 	if err != nil || cfg.auth != "Bearer nbt_e.t" {
 		t.Fatalf("got %+v, %v", cfg, err)
 	}
@@ -288,35 +291,35 @@ func TestProfileLocations(t *testing.T) {
 		if c.xdg {
 			vars["XDG_CONFIG_HOME"] = filepath.Join(root, "x")
 		}
-		cfg, err := loadConfig(commonFlags{}, testEnv(filepath.Join(root, "h"), vars))
+		cfg, err := loadConfig(&options{}, testEnv(filepath.Join(root, "h"), vars))
 		if err != nil || cfg.base != "https://"+c.want+".example.com" || cfg.auth != "Bearer nbt_k.s" {
 			t.Errorf("%s: %+v %v, want %s", c.name, cfg, err, c.want)
 		}
 	}
 	// No file: no error unless a profile is named.
 	home := t.TempDir()
-	loadFails(t, commonFlags{}, testEnv(home, nil), "no NetBox URL: set NETBOX_URL")
-	cfg := mustLoad(t, commonFlags{}, testEnv(home, map[string]string{"NETBOX_URL": "netbox.example.com"}))
+	loadFails(t, &options{}, testEnv(home, nil), "no NetBox URL: set NETBOX_URL")
+	cfg := mustLoad(t, &options{}, testEnv(home, map[string]string{"NETBOX_URL": "netbox.example.com"}))
 	if cfg.auth != "" {
 		t.Errorf("auth %q without any token", cfg.auth)
 	}
-	loadFails(t, commonFlags{profile: "prod"}, testEnv(home, nil),
+	loadFails(t, &options{profile: "prod"}, testEnv(home, nil),
 		`profile "prod": no netbox-sdk profile file in `+sdkPath(filepath.Join(home, ".config"))+" or "+cliPath(filepath.Join(home, ".config")))
 }
 
 func TestProfileFormats(t *testing.T) {
 	t.Parallel()
-	load := func(content string, f commonFlags) (*config, error) {
+	load := func(content string, f *options) (*config, error) {
 		home := t.TempDir()
 		writeProfile(t, sdkPath(filepath.Join(home, ".config")), content, 0o600)
 		return loadConfig(f, testEnv(home, nil))
 	}
 	flat := `{"base_url": "https://flat.example.com/", "token_key": "nbt_k", "token_secret": "s", "timeout": "5", "ssl_verify": "no"}`
-	if cfg, err := load(flat, commonFlags{}); err != nil || cfg.base != "https://flat.example.com" || cfg.auth != "Bearer nbt_k.s" ||
+	if cfg, err := load(flat, &options{}); err != nil || cfg.base != "https://flat.example.com" || cfg.auth != "Bearer nbt_k.s" ||
 		cfg.timeout != 5*time.Second || !cfg.insecure {
 		t.Errorf("legacy flat object: %+v %v", cfg, err)
 	}
-	if cfg, err := load(profileFile, commonFlags{profile: "default"}); err != nil || cfg.base != "https://profile.example.com/netbox" {
+	if cfg, err := load(profileFile, &options{profile: "default"}); err != nil || cfg.base != "https://profile.example.com/netbox" {
 		t.Errorf("--profile default: %+v %v", cfg, err)
 	}
 	for _, c := range []struct {
@@ -332,98 +335,221 @@ func TestProfileFormats(t *testing.T) {
 		{"duplicate key", `{"profiles": {}, "profiles": {}}`, "", `duplicate key "profiles"`},
 		{"byte order mark", "\xEF\xBB\xBF{}", "", "byte order mark"},
 		{"bad URL", `{"base_url": "ftp://x", "token_key": "k", "token_secret": "` + secret + `"}`, "", `profile base_url: scheme "ftp"`},
-		{"bad timeout", `{"base_url": "https://x", "timeout": "soon"}`, "", `profile timeout: "soon" is not a number of seconds`},
+		{"bad timeout", `{"base_url": "https://x", "timeout": "soon"}`, "", `profile timeout: "soon" is not a duration (30s) or a number of seconds`},
 		{"bad ssl_verify", `{"base_url": "https://x", "ssl_verify": "maybe"}`, "", `profile ssl_verify: "maybe" is not one of`},
 	} {
-		cfg, err := load(c.content, commonFlags{profile: c.profile})
+		cfg, err := load(c.content, &options{profile: c.profile})
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), "<nil>") {
 			t.Errorf("%s: %+v %v, want an error containing %q", c.name, cfg, err, c.want)
 		}
 	}
-	if cfg, err := load(`{"profiles": {"default": {"base_url": "https://x", "timeout": 2.5, "ssl_verify": true}}}`, commonFlags{}); err != nil ||
+	if cfg, err := load(`{"profiles": {"default": {"base_url": "https://x", "timeout": 2.5, "ssl_verify": true}}}`, &options{}); err != nil ||
 		cfg.timeout != 2500*time.Millisecond || cfg.insecure {
 		t.Errorf("number timeout and boolean ssl_verify: %+v %v", cfg, err)
 	}
 }
 
+// TestProfilePermissions: SPEC §2, a profile file that group or others may
+// read or write, that is not a regular file, or that another user owns is
+// refused before a byte is read, with the fix; it is read with a 1 MiB bound.
 func TestProfilePermissions(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []os.FileMode{0o600, 0o400, 0o700, 0o640, 0o604, 0o644, 0o660, 0o606, 0o755} {
+	content := `{"base_url": "https://netbox.example.com", "token_key": "` + secret + `", "token_secret": "` + secret + `"}`
+	for _, mode := range []os.FileMode{0o600, 0o400, 0o700, 0o640, 0o604, 0o644, 0o660, 0o606, 0o620, 0o602, 0o610, 0o601, 0o755} {
 		home := t.TempDir()
 		path := sdkPath(filepath.Join(home, ".config"))
-		writeProfile(t, path, `{"base_url": "https://netbox.example.com", "token_key": "`+secret+`", "token_secret": "`+secret+`"}`, mode)
+		writeProfile(t, path, content, mode)
 		env := testEnv(home, nil)
-		if mode&0o044 == 0 {
-			if cfg := mustLoad(t, commonFlags{}, env); cfg.base != "https://netbox.example.com" {
+		if mode&0o077 == 0 {
+			if cfg := mustLoad(t, &options{}, env); cfg.base != "https://netbox.example.com" {
 				t.Errorf("mode %04o: base %q", mode, cfg.base)
 			}
 			continue
 		}
-		loadFails(t, commonFlags{}, env, fmt.Sprintf("the profile file %s is readable by other users (mode %04o)", path, mode))
-		loadFails(t, commonFlags{}, env, "run: chmod 600 "+path)
-		// The environment's URL does not make a readable file acceptable.
-		loadFails(t, commonFlags{}, testEnv(home, map[string]string{"NETBOX_URL": "https://netbox.example.com"}), "readable by other users")
+		loadFails(t, &options{}, env, fmt.Sprintf("%s may be read or written by other users (mode %04o)", path, mode))
+		loadFails(t, &options{}, env, "run: chmod 600 "+path)
+		// The environment's URL does not make an open file acceptable.
+		loadFails(t, &options{}, testEnv(home, map[string]string{"NETBOX_URL": "https://netbox.example.com"}), "may be read or written by other users")
 	}
-	// Through the injected reader, without any file.
+	// Not regular files: a FIFO (it would block the open), a directory, a
+	// symlink to a device. Each is refused at once, without hanging.
+	for name, create := range map[string]func(path string) error{
+		"FIFO":      func(path string) error { return syscall.Mkfifo(path, 0o600) },
+		"directory": func(path string) error { return os.Mkdir(path, 0o700) },
+		"device":    func(path string) error { return os.Symlink("/dev/zero", path) },
+	} {
+		home := t.TempDir()
+		path := sdkPath(filepath.Join(home, ".config"))
+		os.MkdirAll(filepath.Dir(path), 0o700)
+		if err := create(path); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			loadFails(t, &options{}, testEnv(home, nil), "is not a regular file")
+		}()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: loading the profile hangs", name)
+		}
+	}
+	// Larger than 1 MiB: refused, not read whole.
+	home := t.TempDir()
+	writeProfile(t, sdkPath(filepath.Join(home, ".config")), `{"base_url": "https://x", "pad": "`+strings.Repeat("x", 1<<20)+`"}`, 0o600)
+	loadFails(t, &options{}, testEnv(home, nil), "is larger than 1048576 bytes")
+	// Through an injected reader: errors are reported with what to do.
 	env := environment{getenv: func(string) string { return "" }, home: "/home/ops",
-		readFile: func(name string) ([]byte, os.FileMode, error) {
-			if name == "/home/ops/.config/netbox-sdk/config.json" {
-				return []byte(`{"base_url": "https://x"}`), 0o644, nil
-			}
-			return nil, 0, os.ErrNotExist
-		}}
-	loadFails(t, commonFlags{}, env, "the profile file /home/ops/.config/netbox-sdk/config.json is readable by other users (mode 0644)")
-	env.readFile = func(string) ([]byte, os.FileMode, error) { return nil, 0, os.ErrPermission }
-	loadFails(t, commonFlags{}, env, "cannot read the netbox-sdk profile file /home/ops/.config/netbox-sdk/config.json")
+		readFile: func(string) ([]byte, error) { return nil, os.ErrPermission }}
+	loadFails(t, &options{}, env, "cannot use the netbox-sdk profile file: permission denied")
+}
+
+// TestProfileOwner: a file of another user is refused even at mode 0600.
+// It needs root to give a file away, so it runs only as root.
+func TestProfileOwner(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("giving a file to another user needs root")
+	}
+	home := t.TempDir()
+	path := sdkPath(filepath.Join(home, ".config"))
+	writeProfile(t, path, `{"base_url": "https://netbox.example.com"}`, 0o600)
+	if err := os.Chown(path, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	loadFails(t, &options{}, testEnv(home, nil), "belongs to another user (uid 65534); it must be yours")
 }
 
 // ---- timeouts, TLS, mutations ----
 
+// TestTimeoutSetting: a number of seconds or a Go duration, in the flag
+// and in NETBOX_TIMEOUT alike; more than 0 and at most a day.
 func TestTimeoutSetting(t *testing.T) {
 	t.Parallel()
 	env := func(timeout string) environment {
 		return testEnv(t.TempDir(), map[string]string{"NETBOX_URL": "https://x", "NETBOX_TOKEN": "nbt_a.b", "NETBOX_TIMEOUT": timeout})
 	}
-	for value, want := range map[string]time.Duration{"": defaultTimeout, "10": 10 * time.Second, "2.5": 2500 * time.Millisecond,
-		"0.1": 100 * time.Millisecond, "86400": 24 * time.Hour} {
-		if cfg := mustLoad(t, commonFlags{}, env(value)); cfg.timeout != want {
+	valid := map[string]time.Duration{"10": 10 * time.Second, "2.5": 2500 * time.Millisecond, "0.1": 100 * time.Millisecond,
+		"86400": 24 * time.Hour, "5s": 5 * time.Second, "1m30s": 90 * time.Second, "250ms": 250 * time.Millisecond, "24h": 24 * time.Hour}
+	invalid := []string{"0", "-1", "abc", "86401", "1e9", "Inf", "-Inf", "NaN", "nan", " 5", "0s", "-5s", "25h", "5 s"}
+	if cfg := mustLoad(t, &options{}, env("")); cfg.timeout != 30*time.Second {
+		t.Errorf("default timeout %v, want 30s", cfg.timeout)
+	}
+	for value, want := range valid {
+		if cfg := mustLoad(t, &options{}, env(value)); cfg.timeout != want {
 			t.Errorf("NETBOX_TIMEOUT=%q: %v, want %v", value, cfg.timeout, want)
 		}
+		fs := flag.NewFlagSet("scan", flag.ContinueOnError)
+		var o options
+		o.register(fs)
+		if _, _, ok := parseFlags(fs, []string{"--timeout", value}, io.Discard, io.Discard); !ok || o.timeout != want {
+			t.Errorf("--timeout %s: %v, want %v", value, o.timeout, want)
+		}
 	}
-	for _, value := range []string{"0", "-1", "abc", "86401", "1e9", "Inf", "-Inf", "NaN", "nan", "30s", " 5"} {
-		loadFails(t, commonFlags{}, env(value), "NETBOX_TIMEOUT: ")
+	for _, value := range invalid {
+		loadFails(t, &options{}, env(value), "NETBOX_TIMEOUT: ")
+		var errOut bytes.Buffer
+		fs := flag.NewFlagSet("scan", flag.ContinueOnError)
+		(&options{}).register(fs)
+		if _, code, ok := parseFlags(fs, []string{"--timeout=" + value}, io.Discard, &errOut); ok || code != exitUsage || !strings.Contains(errOut.String(), "--timeout") {
+			t.Errorf("--timeout=%q: accepted or unclear: %q", value, errOut.String())
+		}
 	}
-	if cfg := mustLoad(t, commonFlags{timeout: 1500 * time.Millisecond}, env("10")); cfg.timeout != 1500*time.Millisecond {
-		t.Errorf("--timeout: %v", cfg.timeout)
+	if cfg := mustLoad(t, &options{timeout: 1500 * time.Millisecond}, env("10")); cfg.timeout != 1500*time.Millisecond {
+		t.Errorf("--timeout does not win over NETBOX_TIMEOUT: %v", cfg.timeout)
 	}
-	loadFails(t, commonFlags{timeout: -time.Second}, env(""), "--timeout must be positive")
 }
 
 func TestSSLVerifySetting(t *testing.T) {
 	t.Parallel()
 	for value, insecure := range map[string]bool{"": false, "1": false, "true": false, "TRUE": false, "yes": false, "on": false,
 		"0": true, "false": true, "False": true, "no": true, "off": true, "OFF": true} {
-		cfg := mustLoad(t, commonFlags{}, testEnv(t.TempDir(), map[string]string{"NETBOX_URL": "https://x", "NETBOX_SSL_VERIFY": value}))
+		cfg := mustLoad(t, &options{}, testEnv(t.TempDir(), map[string]string{"NETBOX_URL": "https://x", "NETBOX_SSL_VERIFY": value}))
 		if cfg.insecure != insecure {
 			t.Errorf("NETBOX_SSL_VERIFY=%q: insecure %t", value, cfg.insecure)
 		}
 	}
 	for _, value := range []string{"maybe", "2", "disabled", " off"} {
-		loadFails(t, commonFlags{}, testEnv(t.TempDir(), map[string]string{"NETBOX_URL": "https://x", "NETBOX_SSL_VERIFY": value}),
+		loadFails(t, &options{}, testEnv(t.TempDir(), map[string]string{"NETBOX_URL": "https://x", "NETBOX_SSL_VERIFY": value}),
 			"NETBOX_SSL_VERIFY: ")
 	}
 }
 
-func TestAllowMutationsSetting(t *testing.T) {
+// TestWritePolicySetting: SPEC §13's switch and allow-list, in the flag and
+// in NETBOX_MCP_ALLOW_MUTATIONS alike, and the confirmation modes.
+func TestWritePolicySetting(t *testing.T) {
 	t.Parallel()
-	for value, on := range map[string]bool{"1": true, "true": true, "TRUE": true, "yes": true, "Yes": true, "on": true, "ON": true,
-		"": false, "0": false, "false": false, "no": false, "off": false, "enabled": false, " 1": false, "2": false} {
-		env := testEnv(t.TempDir(), map[string]string{"NETBOX_URL": "https://x", "NETBOX_MCP_ALLOW_MUTATIONS": value})
-		if got := mutationsAllowed(commonFlags{}, env); got != on {
-			t.Errorf("NETBOX_MCP_ALLOW_MUTATIONS=%q: %t", value, got)
+	ex := catalogTool{plugin: "example", tool: &tool{name: "run_report"}}
+	px := catalogTool{plugin: "proxbox", tool: &tool{name: "sync"}}
+	other := catalogTool{plugin: "example", tool: &tool{name: "purge"}}
+	type verdicts struct{ ex, px, other bool }
+	valid := map[string]verdicts{
+		"1": {true, true, true}, "true": {true, true, true}, "TRUE": {true, true, true}, "yes": {true, true, true},
+		"Yes": {true, true, true}, "on": {true, true, true}, "ON": {true, true, true},
+		"": {}, "0": {}, "false": {}, "False": {}, "no": {}, "off": {}, "OFF": {},
+		"example.run_report":                    {true, false, false},
+		"example.run_report,proxbox.*":          {true, true, false},
+		" example.run_report , proxbox.* ":      {true, true, false},
+		"example.*":                             {true, false, true},
+		",,example.run_report,,":                {true, false, false},
+		" , ":                                   {},
+		"proxbox.sync,proxbox.sync":             {false, true, false},
+		"my-plugin_2.tool_1,example.run_report": {true, false, false},
+	}
+	invalid := []string{"proxbox", "*", "Proxbox.sync", "enabled", "2", "example.", ".run_report", "example.Run", "example.run-report",
+		"example.*.x", "example.run_report;proxbox.*", "example.run report", "proxbox.*,bad", "-x.y", "example.9tool"}
+	for value, want := range valid {
+		for _, o := range []*options{{}, {allowMutations: optionalValue{value, true}}} {
+			env := testEnv(t.TempDir(), map[string]string{"NETBOX_MCP_ALLOW_MUTATIONS": value})
+			if o.allowMutations.set {
+				env = testEnv(t.TempDir(), map[string]string{"NETBOX_MCP_ALLOW_MUTATIONS": "proxbox"}) // the flag wins, even over a bad value
+			}
+			p, confirm, err := loadPolicy(o, env)
+			if err != nil || confirm != "auto" {
+				t.Errorf("%q (flag %t): %v, confirm %q", value, o.allowMutations.set, err, confirm)
+				continue
+			}
+			if got := (verdicts{p.allows(ex), p.allows(px), p.allows(other)}); got != want {
+				t.Errorf("%q (flag %t): allows %+v, want %+v", value, o.allowMutations.set, got, want)
+			}
 		}
-		if !mutationsAllowed(commonFlags{allowMutations: true}, env) {
-			t.Errorf("--allow-mutations with %q: off", value)
+	}
+	for _, value := range invalid {
+		for setting, o := range map[string]*options{"NETBOX_MCP_ALLOW_MUTATIONS": {}, "--allow-mutations": {allowMutations: optionalValue{value, true}}} {
+			_, _, err := loadPolicy(o, testEnv(t.TempDir(), map[string]string{"NETBOX_MCP_ALLOW_MUTATIONS": value}))
+			if err == nil || !strings.HasPrefix(err.Error(), setting+": ") {
+				t.Errorf("%s=%q: %v, want a configuration error naming %s", setting, value, err, setting)
+			}
+		}
+	}
+	// The bare flag means every tool; the flag parser takes both forms.
+	for args, want := range map[string]verdicts{"--allow-mutations": {true, true, true}, "--allow-mutations=proxbox.*": {false, true, false},
+		"-allow-mutations=false": {}} {
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		var o options
+		o.register(fs)
+		if _, _, ok := parseFlags(fs, []string{args}, io.Discard, io.Discard); !ok {
+			t.Fatalf("%s: not parsed", args)
+		}
+		if p, _, err := loadPolicy(&o, testEnv(t.TempDir(), nil)); err != nil || (verdicts{p.allows(ex), p.allows(px), p.allows(other)}) != want {
+			t.Errorf("%s: %v %+v, want %+v", args, err, p, want)
+		}
+	}
+	// Confirmation modes: the four words, in the flag or the variable.
+	for _, mode := range []string{"auto", "destructive", "writes", "off"} {
+		if _, got, err := loadPolicy(&options{}, testEnv(t.TempDir(), map[string]string{"NETBOX_MCP_CONFIRM": mode})); err != nil || got != mode {
+			t.Errorf("NETBOX_MCP_CONFIRM=%s: %q %v", mode, got, err)
+		}
+		if _, got, err := loadPolicy(&options{confirm: mode}, testEnv(t.TempDir(), map[string]string{"NETBOX_MCP_CONFIRM": "bogus"})); err != nil || got != mode {
+			t.Errorf("--confirm %s: %q %v", mode, got, err)
+		}
+	}
+	for _, mode := range []string{"always", "yes", "none", "write"} {
+		if _, _, err := loadPolicy(&options{}, testEnv(t.TempDir(), map[string]string{"NETBOX_MCP_CONFIRM": mode})); err == nil || !strings.Contains(err.Error(), "NETBOX_MCP_CONFIRM: ") {
+			t.Errorf("NETBOX_MCP_CONFIRM=%s: %v", mode, err)
+		}
+		if _, _, err := loadPolicy(&options{confirm: mode}, testEnv(t.TempDir(), nil)); err == nil || !strings.Contains(err.Error(), "--confirm: ") {
+			t.Errorf("--confirm %s: %v", mode, err)
 		}
 	}
 }
@@ -444,7 +570,7 @@ func TestConfigErrorsNeverShowTheToken(t *testing.T) {
 		{"NETBOX_TIMEOUT": "0"},
 		{"NETBOX_TOKEN_KEY": secret, "NETBOX_TOKEN_SECRET": secret + "\x00"},
 	} {
-		_, err := loadConfig(commonFlags{}, testEnv(home, vars))
+		_, err := loadConfig(&options{}, testEnv(home, vars))
 		if err == nil || strings.Contains(err.Error(), secret) {
 			t.Errorf("%v: error %v", vars, err)
 		}
@@ -468,7 +594,7 @@ func scanEnv(t *testing.T, vars map[string]string) {
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code = run(args, &out, &errOut)
+	code = run(args, strings.NewReader(""), &out, &errOut, osEnvironment())
 	for _, s := range []string{out.String(), errOut.String()} {
 		if strings.Contains(s, secret) || strings.Contains(s, fakeToken) || strings.Contains(s, demoToken) {
 			t.Errorf("%v: output shows a token:\n%s", args, s)
@@ -485,6 +611,17 @@ func oneLine(t *testing.T, s, want string) {
 	}
 }
 
+// lastLineHas expects the last line of s to contain every want.
+func lastLineHas(t *testing.T, s string, want ...string) {
+	t.Helper()
+	last := string(lastLine([]byte(s)))
+	for _, w := range want {
+		if !strings.Contains(last, w) {
+			t.Errorf("last line %q, want it to contain %q", last, w)
+		}
+	}
+}
+
 func refusedURL(t *testing.T) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -494,83 +631,88 @@ func refusedURL(t *testing.T) string {
 	return "http://" + ln.Addr().String()
 }
 
+// TestScanCommandExitCodes: SPEC §2, scan exits 0 clean, 1 with problems,
+// 2 on a configuration error, an unreachable NetBox or a refused token, for
+// a full scan and --plugin alike; stderr says which NetBox and which token.
 func TestScanCommandExitCodes(t *testing.T) {
 	f := newFakeNetBox(t)
 	f.addPlugin("example", readTool("list_reports"), writeTool("run_report"))
 	f.addPlugin("quiet")
-	clean := map[string]string{"NETBOX_URL": f.URL, "NETBOX_TOKEN": fakeToken}
-
-	scanEnv(t, clean)
-	code, out, errOut := runCLI(t, "scan")
-	if code != exitOK || errOut != "" || !strings.Contains(out, "TOOL") || !strings.Contains(out, "example.list_reports") ||
-		!strings.Contains(out, "example.run_report") || strings.Contains(out, "problem") {
-		t.Errorf("clean scan: %d\n%s%s", code, out, errOut)
-	}
-	if code, out, _ := runCLI(t, "scan", "--plugin", "example"); code != exitOK || !strings.Contains(out, "example.run_report") {
-		t.Errorf("scan --plugin example: %d\n%s", code, out)
-	}
-	code, out, _ = runCLI(t, "scan", "--plugin", "missing")
-	if code != exitInvalid || !strings.Contains(out, "1 problem(s):\nmissing: plugin_not_found: ") {
-		t.Errorf("scan --plugin missing: %d\n%s", code, out)
-	}
-	if code, out, _ := runCLI(t, "scan", "--plugin", "quiet"); code != exitInvalid || !strings.Contains(out, "quiet: not_advertised: ") {
-		t.Errorf("scan --plugin quiet: %d\n%s", code, out)
-	}
-
-	f.setPlugin("broken", &fakePlugin{manifest: `{"schema_version": "1", "plugin": "broken", "tools": []}`})
-	code, out, errOut = runCLI(t, "scan")
-	if code != exitInvalid || errOut != "" || !strings.Contains(out, "example.list_reports") ||
-		!strings.Contains(out, "1 problem(s):\nbroken: discovery_failed: manifest /api/plugins/broken/mcp/: tools: must be an array") {
-		t.Errorf("scan with a problem: %d\n%s%s", code, out, errOut)
-	}
-
-	// Configuration errors.
-	scanEnv(t, nil)
-	code, out, errOut = runCLI(t, "scan")
-	if code != exitUsage || out != "" {
-		t.Errorf("no URL: %d %q", code, out)
-	}
-	oneLine(t, errOut, "netbox-plugin-bridge scan: no NetBox URL: set NETBOX_URL")
-	scanEnv(t, map[string]string{"NETBOX_URL": "ftp://netbox", "NETBOX_TOKEN": secretV2})
-	code, _, errOut = runCLI(t, "scan")
-	if code != exitUsage {
-		t.Errorf("bad URL: %d", code)
-	}
-	oneLine(t, errOut, `NETBOX_URL: scheme "ftp" is not http or https`)
-	scanEnv(t, map[string]string{"NETBOX_URL": f.URL, "NETBOX_TOKEN": secretV2 + "\r"})
-	code, _, errOut = runCLI(t, "scan")
-	if code != exitUsage {
-		t.Errorf("bad token: %d", code)
-	}
-	oneLine(t, errOut, "NETBOX_TOKEN: the token contains a control character")
-	scanEnv(t, clean)
-	code, _, errOut = runCLI(t, "scan", "--timeout=-1s")
-	if code != exitUsage {
-		t.Errorf("negative --timeout: %d", code)
-	}
-	oneLine(t, errOut, "--timeout must be positive")
-
-	// Connection errors, full and selected.
+	broken := newFakeNetBox(t)
+	broken.addPlugin("example", readTool("list_reports"))
+	broken.setPlugin("broken", &fakePlugin{manifest: `{"schema_version": "1", "plugin": "broken", "tools": []}`})
 	refused := refusedURL(t)
-	scanEnv(t, map[string]string{"NETBOX_URL": refused, "NETBOX_TOKEN": secretV2})
-	for _, args := range [][]string{{"scan"}, {"scan", "--plugin", "example"}, {"scan", "--json"}} {
-		code, out, errOut = runCLI(t, args...)
-		if code != exitUsage || out != "" {
-			t.Errorf("%v against a refused port: %d %q", args, code, out)
-		}
-		oneLine(t, errOut, "netbox-plugin-bridge scan: discovery_failed: GET /api/plugins/")
-		if !strings.Contains(errOut, "refused") {
-			t.Errorf("%v: %q does not say the connection was refused", args, errOut)
-		}
+	token := map[string]string{"NETBOX_URL": f.URL, "NETBOX_TOKEN": fakeToken}
+	with := func(base map[string]string, k, v string) map[string]string {
+		m := maps.Clone(base)
+		m[k] = v
+		return m
 	}
-
-	// A token NetBox refuses: the whole scan is an error, and no output shows it.
-	scanEnv(t, map[string]string{"NETBOX_URL": f.URL, "NETBOX_TOKEN": secretV1})
-	code, out, errOut = runCLI(t, "scan")
-	if code != exitUsage || out != "" {
-		t.Errorf("refused token: %d %q", code, out)
+	cases := []struct {
+		name   string
+		env    map[string]string
+		args   []string
+		code   int
+		stdout []string // substrings of stdout; none: stdout is empty
+		stderr []string // substrings of the last stderr line
+	}{
+		{"clean", token, nil, exitOK, []string{"TOOL", "example.list_reports", "example.run_report"},
+			[]string{"NetBox " + f.URL + ", the Token token from NETBOX_TOKEN"}},
+		{"one plugin", token, []string{"--plugin", "example"}, exitOK, []string{"example.run_report"}, nil},
+		{"missing plugin", token, []string{"--plugin", "missing"}, exitInvalid, []string{"no tools", "1 problem(s):\nmissing: plugin_not_found: "}, nil},
+		{"plugin without manifest", token, []string{"--plugin", "quiet"}, exitInvalid, []string{"quiet: not_advertised: "}, nil},
+		{"a broken plugin", with(token, "NETBOX_URL", broken.URL), nil, exitInvalid,
+			[]string{"example.list_reports", "1 problem(s):\nbroken: discovery_failed: manifest /api/plugins/broken/mcp/: tools: must be an array"}, nil},
+		{"no URL", nil, nil, exitUsage, nil, []string{"netbox-plugin-bridge scan: config_error: no NetBox URL: set NETBOX_URL"}},
+		{"ftp URL", with(token, "NETBOX_URL", "ftp://netbox"), nil, exitUsage, nil, []string{`NETBOX_URL: scheme "ftp" is not http or https`}},
+		{"token with CR", with(token, "NETBOX_TOKEN", secretV2+"\r"), nil, exitUsage, nil, []string{"NETBOX_TOKEN: the token contains a control character"}},
+		{"bad allow-list", with(token, "NETBOX_MCP_ALLOW_MUTATIONS", "proxbox"), nil, exitUsage, nil, []string{"config_error: NETBOX_MCP_ALLOW_MUTATIONS: "}},
+		{"negative --timeout", token, []string{"--timeout=-1s"}, exitUsage, nil, []string{`--timeout "-1s": is not`}},
+		{"refused port", with(token, "NETBOX_URL", refused), nil, exitUsage, nil,
+			[]string{"discovery_failed: GET " + refused + "/api/plugins/: ", "refused"}},
+		{"refused port, one plugin", with(token, "NETBOX_URL", refused), []string{"--plugin", "example"}, exitUsage, nil,
+			[]string{"discovery_failed: GET " + refused + "/api/plugins/example/: ", "refused"}},
+		{"refused port, JSON", with(token, "NETBOX_URL", refused), []string{"--json"}, exitUsage,
+			[]string{`{"error":{"code":"discovery_failed","message":"GET ` + refused + `/api/plugins/: `}, []string{"refused"}},
+		{"wrong token", with(token, "NETBOX_TOKEN", secretV1), nil, exitUsage, nil,
+			[]string{`HTTP 403: "Invalid token."; NetBox refused the Token token from NETBOX_TOKEN: check that it is valid`}},
+		{"wrong token, one plugin", with(token, "NETBOX_TOKEN", secretV1), []string{"--plugin", "example"}, exitUsage, nil,
+			[]string{`HTTP 403: "Invalid token."; NetBox refused the Token token from NETBOX_TOKEN`}},
+		{"wrong split token", map[string]string{"NETBOX_URL": f.URL, "NETBOX_TOKEN_KEY": "k", "NETBOX_TOKEN_SECRET": secret}, nil, exitUsage, nil,
+			[]string{"NetBox refused the Bearer token from NETBOX_TOKEN_KEY and NETBOX_TOKEN_SECRET"}},
+		{"no token", map[string]string{"NETBOX_URL": f.URL}, nil, exitUsage, nil,
+			[]string{"HTTP 403", "no token was sent: set NETBOX_TOKEN"}},
+		{"URL with /api", with(token, "NETBOX_URL", f.URL+"/api"), nil, exitUsage, nil,
+			[]string{"GET " + f.URL + "/api/api/plugins/: HTTP 404", "without /api"}},
 	}
-	oneLine(t, errOut, `HTTP 403: "Invalid token."`)
+	for _, c := range cases {
+		scanEnv(t, c.env)
+		code, out, errOut := runCLI(t, append([]string{"scan"}, c.args...)...)
+		if code != c.code {
+			t.Errorf("%s: exit %d, want %d\n%s%s", c.name, code, c.code, out, errOut)
+		}
+		if len(c.stdout) == 0 && out != "" {
+			t.Errorf("%s: stdout %q, want none", c.name, out)
+		}
+		for _, w := range c.stdout {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: stdout %q, want %q", c.name, out, w)
+			}
+		}
+		lastLineHas(t, errOut, c.stderr...)
+	}
+	// The stderr line that names the NetBox and the token is the only one for
+	// an https NetBox; over http:// a token gets a warning first.
+	scanEnv(t, token)
+	_, _, errOut := runCLI(t, "scan")
+	if lines := strings.Split(strings.TrimSpace(errOut), "\n"); len(lines) != 2 ||
+		!strings.Contains(lines[0], "warning: the token from NETBOX_TOKEN goes to "+f.URL+" over plain HTTP") {
+		t.Errorf("stderr %q, want the plain-HTTP warning and the NetBox line", errOut)
+	}
+	scanEnv(t, map[string]string{"NETBOX_URL": refused, "NETBOX_SSL_VERIFY": "0"})
+	if _, _, errOut := runCLI(t, "scan"); !strings.Contains(errOut, "warning: TLS certificate verification is off (NETBOX_SSL_VERIFY)") {
+		t.Errorf("stderr %q, want the TLS warning", errOut)
+	}
 }
 
 func TestScanCommandJSON(t *testing.T) {
@@ -578,9 +720,9 @@ func TestScanCommandJSON(t *testing.T) {
 	f.addPlugin("example", readTool("list_reports"), writeTool("run_report"))
 	f.setPlugin("broken", &fakePlugin{manifest: "{"})
 	scanEnv(t, map[string]string{"NETBOX_URL": f.URL, "NETBOX_TOKEN": fakeToken})
-	code, out, errOut := runCLI(t, "scan", "--json")
+	code, out, _ := runCLI(t, "scan", "--json")
 	want := string(catalogDocument(scanAllOK(t, f.client()))) + "\n"
-	if code != exitInvalid || errOut != "" || out != want {
+	if code != exitInvalid || out != want {
 		t.Errorf("scan --json: %d\n%s\nwant\n%s", code, out, want)
 	}
 	cat, err := f.client().scanOne(context.Background(), "example", callOptions{})
@@ -602,33 +744,90 @@ func TestScanCommandJSON(t *testing.T) {
 	}
 }
 
+// TestBadCommandLines: bad flags stop any command at once with one clear
+// line naming the flag as typed, a suggestion where one is near, and exit 2.
 func TestBadCommandLines(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{
-		{"scan", "--bogus"},
-		{"scan", "--token", secretV2}, // tokens are never flags
-		{"scan", "--timeout", "soon"},
-		{"scan", "--plugin"},
-		{"scan", "extra"},
-		{"scan", "--json=maybe"},
-		{"check", "--bogus", "testdata/manifest-valid.json"},
-		{"check", "--tool"},
-		{"frobnicate"},
-		{"--bogus"},
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"scan", "--bogus"}, "unknown flag --bogus"},
+		{[]string{"scan", "--jsn"}, "unknown flag --jsn (did you mean --json?)"},
+		{[]string{"scan", "-jsn"}, "unknown flag -jsn (did you mean --json?)"},
+		{[]string{"scan", "--plugn=x"}, "unknown flag --plugn (did you mean --plugin?)"},
+		{[]string{"scan", "--token", secretV2}, "--token: tokens and URLs are not flags; set NETBOX_TOKEN"},
+		{[]string{"scan", "--url=https://x"}, "--url: tokens and URLs are not flags; set NETBOX_URL"},
+		{[]string{"scan", "--timeout", "soon"}, `--timeout "soon": is not a duration`},
+		{[]string{"scan", "--plugin"}, "flag --plugin needs a value"},
+		{[]string{"scan", "extra"}, `unexpected argument "extra"`},
+		{[]string{"scan", "--json=maybe"}, "--json \"maybe\""},
+		{[]string{"serve", "--log-format", "xml"}, `--log-format "xml" is not text or json`},
+		{[]string{"check", "--bogus", "testdata/manifest-valid.json"}, "unknown flag --bogus"},
+		{[]string{"check", "--tool"}, "flag --tool needs a value"},
+		{[]string{"scna"}, `unknown command "scna" (did you mean scan?)`},
+		{[]string{"chek"}, `unknown command "chek" (did you mean check?)`},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"; run 'netbox-plugin-bridge help'`},
+		{[]string{"--bogus"}, "unknown flag --bogus"},
+		{[]string{"help", "scna"}, `no command "scna" (did you mean scan?)`},
 	} {
-		code, out, errOut := runCLI(t, args...)
+		code, out, errOut := runCLI(t, c.args...)
 		if code != exitUsage || out != "" {
-			t.Errorf("%v: %d %q", args, code, out)
+			t.Errorf("%v: %d %q", c.args, code, out)
 		}
-		oneLine(t, errOut, "netbox-plugin-bridge")
+		oneLine(t, errOut, c.want)
+		if strings.Contains(errOut, secret) {
+			t.Errorf("%v: the error shows the token", c.args)
+		}
 	}
 }
 
+// TestHelp: -h, --help, help and COMMAND --help print that command's usage
+// on stdout and exit 0.
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"help"}, usage}, {[]string{"-h"}, usage}, {[]string{"--help"}, usage}, {[]string{"-help"}, usage},
+		{[]string{"serve", "--help"}, commandUsage["serve"]}, {[]string{"serve", "-h"}, commandUsage["serve"]},
+		{[]string{"scan", "--help"}, commandUsage["scan"]}, {[]string{"scan", "-h"}, commandUsage["scan"]},
+		{[]string{"scan", "--json", "--help"}, commandUsage["scan"]},
+		{[]string{"check", "--help"}, commandUsage["check"]}, {[]string{"version", "--help"}, commandUsage["version"]},
+		{[]string{"help", "scan"}, commandUsage["scan"]}, {[]string{"help", "check"}, commandUsage["check"]},
+		{[]string{"help", "serve"}, commandUsage["serve"]},
+	} {
+		code, out, errOut := runCLI(t, c.args...)
+		if code != exitOK || out != c.want || errOut != "" {
+			t.Errorf("%v: %d, stderr %q, stdout:\n%s", c.args, code, errOut, out)
+		}
+	}
+	// Every command's usage names the command and each of its flags.
+	for name, flags := range map[string][]string{
+		"serve": {"--profile", "--demo", "--timeout", "--allow-mutations", "--confirm", "--log-format"},
+		"scan":  {"--plugin", "--json", "--profile", "--demo", "--timeout"},
+		"check": {"--tool", "--arguments", "--response", "--json"},
+	} {
+		for _, f := range append(flags, name) {
+			if !strings.Contains(commandUsage[name], f) {
+				t.Errorf("the usage of %s does not name %s", name, f)
+			}
+		}
+	}
+}
+
+// TestScanDemo: scan --demo says that it is a demo, and its broken plugin
+// is broken on purpose.
 func TestScanDemo(t *testing.T) {
 	t.Parallel()
 	code, out, errOut := runCLI(t, "scan", "--demo")
-	if code != exitInvalid || errOut != "" {
+	if code != exitInvalid {
 		t.Errorf("scan --demo: %d %q", code, errOut)
+	}
+	oneLine(t, errOut, `the built-in demo NetBox at http://127.0.0.1:`)
+	if !strings.Contains(errOut, `its plugin "broken" is broken on purpose`) {
+		t.Errorf("stderr %q does not explain the broken plugin", errOut)
 	}
 	for _, want := range []string{"example.list_reports", "example.run_report", "1 problem(s):",
 		`broken: discovery_failed: manifest /api/plugins/broken/mcp/: tools[0].method: "get" is not one of`} {
@@ -652,15 +851,19 @@ func TestScanDemo(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != exitInvalid {
 		t.Fatalf("scan --demo --json: %d %v", code, err)
 	}
-	if len(doc.Tools) != 2 || doc.Tools[0].QualifiedName != "example.list_reports" || doc.Tools[1].QualifiedName != "example.run_report" ||
-		doc.Tools[1].RequestPath != "/api/plugins/example/reports/run/" || doc.Tools[1].Effect != "write" ||
+	var names []string
+	for _, tl := range doc.Tools {
+		names = append(names, tl.QualifiedName)
+	}
+	if !slices.Contains(names, "example.list_reports") || !slices.Contains(names, "example.run_report") ||
 		len(doc.Problems) != 1 || doc.Problems[0].Plugin != "broken" || doc.Problems[0].Code != "discovery_failed" {
 		t.Errorf("scan --demo --json: %+v", doc)
 	}
 	if code, _, _ := runCLI(t, "scan", "--demo", "--plugin", "example"); code != exitOK {
 		t.Errorf("scan --demo --plugin example: %d", code)
 	}
-	if code, out, _ := runCLI(t, "scan", "--demo", "--plugin", "quiet"); code != exitInvalid || !strings.Contains(out, "quiet: not_advertised") {
+	if code, out, _ := runCLI(t, "scan", "--demo", "--plugin", "quiet"); code != exitInvalid || !strings.Contains(out, "no tools\n") ||
+		!strings.Contains(out, "quiet: not_advertised") || strings.Contains(out, "TOOL") {
 		t.Errorf("scan --demo --plugin quiet: %d\n%s", code, out)
 	}
 }
@@ -671,7 +874,7 @@ func TestDemoNetBox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, _ := loadConfig(commonFlags{}, testEnv(t.TempDir(), map[string]string{"NETBOX_URL": base, "NETBOX_TOKEN": demoToken}))
+	cfg, _ := loadConfig(&options{}, testEnv(t.TempDir(), map[string]string{"NETBOX_URL": base, "NETBOX_TOKEN": demoToken}))
 	if cfg == nil || cfg.auth != "Token "+demoToken {
 		t.Fatalf("config %+v", cfg)
 	}
@@ -690,70 +893,139 @@ func TestDemoNetBox(t *testing.T) {
 
 // ---- check and version ----
 
+// TestCheckCommand: SPEC §2's offline check, as plugin authors' CI tools do
+// it: several files and stdin, every problem with its file, exit codes 0, 1
+// and 2, arguments and responses as JSON or @FILE.
 func TestCheckCommand(t *testing.T) {
 	t.Parallel()
 	const valid, invalid = "testdata/manifest-valid.json", "testdata/manifests/method-lowercase.json"
 	code, out, errOut := runCLI(t, "check", valid)
-	if code != exitOK || out != valid+": valid\n" || errOut != "" {
+	if code != exitOK || out != valid+": valid (manifest)\n" || errOut != "" {
 		t.Errorf("check valid: %d %q %q", code, out, errOut)
 	}
 	code, out, _ = runCLI(t, "check", invalid)
-	if code != exitInvalid || !strings.HasPrefix(out, `tools[0].method: "get" is not one of GET, HEAD, POST, PUT, PATCH, DELETE`) {
+	if code != exitInvalid || !strings.HasPrefix(out, invalid+`: tools[0].method: "get" is not one of GET, HEAD, POST, PUT, PATCH, DELETE`) {
 		t.Errorf("check invalid: %d %q", code, out)
 	}
+	// Several files: each line carries its file; one problem makes exit 1.
+	code, out, _ = runCLI(t, "check", valid, invalid, valid)
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); code != exitInvalid || len(lines) != 3 ||
+		lines[0] != valid+": valid (manifest)" || !strings.HasPrefix(lines[1], invalid+": tools[0].method: ") || lines[2] != lines[0] {
+		t.Errorf("check of three files: %d\n%s", code, out)
+	}
+	// Standard input.
+	data, _ := os.ReadFile(invalid)
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"check", "-"}, bytes.NewReader(data), &stdout, &stderr, osEnvironment()); code != exitInvalid ||
+		!strings.HasPrefix(stdout.String(), `-: tools[0].method: "get"`) {
+		t.Errorf("check -: %d %q %q", code, stdout.String(), stderr.String())
+	}
+	// Every problem of a manifest, not the first bad keyword of each schema.
+	many := `{"schema_version": "1", "plugin": "p", "tools": [{"name": "t", "title": "T", "description": "D.", "method": "POST",
+	  "path": "t/", "effect": "write", "annotations": {"readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": false},
+	  "inputSchema": {"type": "object", "additionalProperties": false, "$ref": "#/x", "pattern": "^a", "x-extra": 1,
+	    "properties": {"when": {"type": "string", "format": "email"}, "n": {"type": "integer", "minimum": "0"}}}}]}`
+	file := filepath.Join(t.TempDir(), "many.json")
+	os.WriteFile(file, []byte(many), 0o600)
+	code, out, _ = runCLI(t, "check", file)
+	for _, want := range []string{`inputSchema.$ref: keyword "$ref" is not in the bridge-v1 schema subset`,
+		`inputSchema.pattern: keyword "pattern" is not in the bridge-v1 schema subset`,
+		`inputSchema.properties.when.format: format "email" is not supported`,
+		`inputSchema.properties.n.minimum: must be a number`, `inputSchema.x-extra: keyword "x-extra" is not in the bridge-v1 schema subset`} {
+		if code != exitInvalid || !strings.Contains(out, want) {
+			t.Errorf("check of a manifest with five problems: %d, missing %q in\n%s", code, want, out)
+		}
+	}
+	// A syntax error has its location, line and column.
+	broken := filepath.Join(t.TempDir(), "broken.json")
+	os.WriteFile(broken, []byte("{\"schema_version\": \"1\", \"plugin\": \"p\",\n \"tools\": [{\"name\": \"a\", \"name\": \"b\"}]}"), 0o600)
+	code, out, _ = runCLI(t, "check", "--json", broken)
+	var doc struct {
+		Valid    bool `json:"valid"`
+		Problems []struct {
+			File, Location, Message, Tool string
+			Line, Column                  int
+		} `json:"problems"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != exitInvalid || len(doc.Problems) != 1 ||
+		doc.Problems[0].Location != "tools[0]" || doc.Problems[0].Line != 2 || doc.Problems[0].Column != 26 || doc.Problems[0].File != broken {
+		t.Errorf("check --json of a duplicate key: %d %v\n%s", code, err, out)
+	}
+
+	// Usage errors and unreadable input: exit 2, one line on stderr.
 	missing := filepath.Join(t.TempDir(), "missing.json")
-	for _, args := range [][]string{{"check", missing}, {"check", missing, "--json"}, {"check"}, {"check", valid, invalid},
-		{"check", valid, "--arguments", "{}"}, {"check", valid, "--tool", "list_reports", "--arguments", "@" + missing}} {
-		code, out, errOut := runCLI(t, args...)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"check", missing}, "cannot read " + missing + ": no such file or directory"},
+		{[]string{"check", missing, "--json"}, "cannot read"},
+		{[]string{"check"}, "give one or more manifest files"},
+		{[]string{"check", "/dev/zero"}, "/dev/zero is not a file"},
+		{[]string{"check", t.TempDir()}, "is not a file"},
+		{[]string{"check", valid, "--arguments", "{}"}, "--arguments and --response need --tool"},
+		{[]string{"check", valid, invalid, "--tool", "list_reports"}, "--tool checks one manifest"},
+		{[]string{"check", valid, "--tool", "nope"}, `has no tool "nope"; its tools are list_reports, run_report`},
+		{[]string{"check", valid, "--tool", "list_reports", "--arguments", "@" + missing}, "--arguments: cannot read " + missing + ": no such file"},
+		{[]string{"check", valid, "--tool", "list_reports", "--response", "@" + missing}, "--response: cannot read " + missing + ": no such file"},
+		{[]string{"check", valid, "--tool", "list_reports", "--arguments", valid}, "--arguments " + valid + " is not JSON, but names a file: did you mean @" + valid + "?"},
+	} {
+		code, out, errOut := runCLI(t, c.args...)
 		if code != exitUsage || out != "" {
-			t.Errorf("%v: %d %q", args, code, out)
+			t.Errorf("%v: %d %q", c.args, code, out)
 		}
-		oneLine(t, errOut, "netbox-plugin-bridge check: ")
+		oneLine(t, errOut, c.want)
 	}
 
-	checkJSON := func(args ...string) (int, []string, map[string]json.RawMessage) {
-		code, out, _ := runCLI(t, append([]string{"check", "--json"}, args...)...)
-		var doc map[string]json.RawMessage
-		if err := json.Unmarshal([]byte(out), &doc); err != nil {
-			t.Fatalf("%v: %v\n%s", args, err, out)
-		}
-		return code, objectKeys(t, []byte(out)), doc
+	// JSON: no HTML escaping, and the tool's name beside its index.
+	code, out, _ = runCLI(t, "check", "--json", "testdata/manifests/name-duplicate.json")
+	if code != exitInvalid || strings.Contains(out, `\u003c`) || !strings.Contains(out, `"tool": "list_reports"`) {
+		t.Errorf("check --json: %d\n%s", code, out)
 	}
-	code, keys, doc := checkJSON(valid)
-	if code != exitOK || !slices.Equal(keys, []string{"valid", "problems"}) || string(doc["valid"]) != "true" || string(doc["problems"]) != "[]" {
-		t.Errorf("check --json valid: %d %v %s", code, keys, doc)
+	code, out, _ = runCLI(t, "check", "--json", "testdata/manifests/path-leading-slash.json")
+	if code != exitInvalid || strings.Contains(out, `\u003c`) || !strings.Contains(out, "<plugin>") {
+		t.Errorf("check --json escapes HTML: %d\n%s", code, out)
 	}
-	code, _, doc = checkJSON(invalid)
-	var ps []json.RawMessage
-	json.Unmarshal(doc["problems"], &ps)
-	if code != exitInvalid || string(doc["valid"]) != "false" || len(ps) == 0 {
-		t.Fatalf("check --json invalid: %d %s", code, doc)
-	}
-	for _, p := range ps {
-		if keys := objectKeys(t, p); !slices.Equal(keys, []string{"location", "message"}) {
-			t.Errorf("problem keys %v", keys)
-		}
+	code, out, _ = runCLI(t, "check", valid, "--json")
+	if code != exitOK || !slices.Equal(objectKeys(t, []byte(out)), []string{"valid", "problems"}) || !strings.Contains(out, `"problems": []`) {
+		t.Errorf("check --json valid: %d\n%s", code, out)
 	}
 
-	// One tool's arguments and response.
-	args := filepath.Join(t.TempDir(), "args.json")
+	// One tool's arguments and response, each as JSON or @FILE.
+	dir := t.TempDir()
+	args, body := filepath.Join(dir, "args.json"), filepath.Join(dir, "body.json")
 	os.WriteFile(args, []byte(`{"limit": 5}`), 0o600)
+	os.WriteFile(body, []byte(`{"count": 0, "results": []}`), 0o600)
 	for _, c := range []struct {
 		args []string
 		code int
 		want string
 	}{
-		{[]string{"--tool", "list_reports", "--arguments", `{"limit": 5}`}, exitOK, ": valid"},
-		{[]string{"--tool", "list_reports", "--arguments", "@" + args}, exitOK, ": valid"},
+		{[]string{"--tool", "list_reports", "--arguments", `{"limit": 5}`}, exitOK, ": valid (manifest; arguments for list_reports)"},
+		{[]string{"--tool", "list_reports", "--arguments", "@" + args}, exitOK, ": valid (manifest; arguments for list_reports)"},
+		{[]string{"--tool", "list_reports", "--response", "@" + body}, exitOK, ": valid (manifest; response for list_reports)"},
+		{[]string{"--tool", "list_reports", "--arguments", "@" + args, "--response", `{"count": 2}`}, exitOK,
+			": valid (manifest; arguments for list_reports; response for list_reports)"},
 		{[]string{"--tool", "list_reports", "--arguments", `{"limit": 0}`}, exitInvalid, "arguments.limit: "},
 		{[]string{"--tool", "list_reports", "--arguments", `{"limit": 5, "limit": 6}`}, exitInvalid, `duplicate key "limit"`},
-		{[]string{"--tool", "nope"}, exitInvalid, `--tool: the manifest has no tool "nope"`},
+		{[]string{"--tool", "list_reports", "--response", `{"count": "x"}`}, exitInvalid, "response.count: expected integer, got string"},
+		{[]string{"--tool", "run_report", "--response", `{"id": "x"}`}, exitOK, ": valid (manifest; response for run_report)"},
+		{[]string{"--tool", "run_report", "--response", `{"id": 1} x`}, exitInvalid, "response: invalid JSON at line 1, column 11"},
 	} {
 		code, out, _ := runCLI(t, append([]string{"check", valid}, c.args...)...)
 		if code != c.code || !strings.Contains(out, c.want) {
 			t.Errorf("%v: %d %q, want %d containing %q", c.args, code, out, c.code, c.want)
 		}
 	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
 
 func TestVersionCommand(t *testing.T) {
@@ -948,40 +1220,91 @@ func BenchmarkStartup(b *testing.B) {
 	}
 }
 
-// TestServeExitsCleanly: the release binary ends with status 0 when stdin
-// closes and when it gets SIGTERM or SIGINT.
+// TestServeExitsCleanly: SPEC §11, the release binary ends with status 0
+// when stdin closes and when it gets SIGTERM or SIGINT, at once even with a
+// call in flight (it is cancelled, its reply never written), logging at
+// info, not error.
 func TestServeExitsCleanly(t *testing.T) {
 	bin := releaseBinary(t)
+	f := newInvNetBox(t)
+	entered := make(chan struct{}, 8)
+	f.handle(searchPath, func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
+		<-r.Context().Done() // answers only when the bridge gives up
+	})
 	for _, stop := range []string{"stdin EOF", "SIGTERM", "SIGINT"} {
-		cmd := exec.Command(bin, "--demo")
-		stdin, _ := cmd.StdinPipe()
-		stdout, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`+"\n")
-		if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || !strings.Contains(line, `"id":1`) {
-			t.Fatalf("%s: no initialize reply: %q %v", stop, line, err)
-		}
-		switch stop {
-		case "stdin EOF":
-			stdin.Close()
-		case "SIGTERM":
-			cmd.Process.Signal(syscall.SIGTERM)
-		default:
-			cmd.Process.Signal(os.Interrupt)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("%s: %v", stop, err)
+		for _, inFlight := range []bool{false, true} {
+			cmd := exec.Command(bin)
+			cmd.Env = append(os.Environ(), "NETBOX_URL="+f.URL, "NETBOX_TOKEN="+fakeToken, "NETBOX_TIMEOUT=30", "HOME="+t.TempDir())
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			stdin, _ := cmd.StdinPipe()
+			stdout, _ := cmd.StdoutPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
 			}
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			t.Errorf("%s: still running after 10 s", stop)
+			out := bufio.NewReader(stdout)
+			io.WriteString(stdin, initializeLine+"\n")
+			if line, err := out.ReadString('\n'); err != nil || !strings.Contains(line, `"id":1`) {
+				t.Fatalf("%s: no initialize reply: %q %v", stop, line, err)
+			}
+			io.WriteString(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+			if inFlight {
+				io.WriteString(stdin, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"plugin_call_tool","arguments":{"plugin":"inv","tool":"search"}}}`+"\n")
+				select {
+				case <-entered:
+				case <-time.After(10 * time.Second):
+					t.Fatalf("%s: the call never reached NetBox", stop)
+				}
+			}
+			start := time.Now()
+			switch stop {
+			case "stdin EOF":
+				stdin.Close()
+			case "SIGTERM":
+				cmd.Process.Signal(syscall.SIGTERM)
+			default:
+				cmd.Process.Signal(os.Interrupt)
+			}
+			rest, _ := io.ReadAll(out)
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("%s (in flight %t): %v\n%s", stop, inFlight, err, stderr.String())
+				}
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				t.Fatalf("%s (in flight %t): still running after 10 s", stop, inFlight)
+			}
+			// Far below the 30 s the NetBox request would wait; SPEC asks for 1 s.
+			if elapsed := time.Since(start); elapsed > 3*time.Second {
+				t.Errorf("%s (in flight %t): exited after %v", stop, inFlight, elapsed)
+			}
+			if len(rest) != 0 {
+				t.Errorf("%s (in flight %t): written to stdout after the stop: %q", stop, inFlight, rest)
+			}
+			if log := stderr.String(); strings.Contains(log, "level=ERROR") || !strings.Contains(log, "level=INFO") ||
+				!strings.Contains(log, "calls in flight were cancelled") {
+				t.Errorf("%s (in flight %t): log\n%s", stop, inFlight, log)
+			}
 		}
+	}
+}
+
+// TestServeTerminalHint: the bare command on a terminal (here /dev/null, a
+// character device as a terminal is) says what it is and how to try it.
+func TestServeTerminalHint(t *testing.T) {
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	var stdout, stderr bytes.Buffer
+	if code := run(nil, devnull, &stdout, &stderr, testEnv(t.TempDir(), nil)); code != exitOK || stdout.Len() != 0 ||
+		!strings.Contains(stderr.String(), "this is an MCP stdio server") || !strings.Contains(stderr.String(), "scan --demo") {
+		t.Errorf("serve on a terminal: %d %q %q", code, stdout.String(), stderr.String())
 	}
 }
 
@@ -1007,7 +1330,7 @@ func TestScanOutputIsPrintable(t *testing.T) {
 func TestNegativeTimeoutReportedFirst(t *testing.T) {
 	for _, args := range [][]string{{"scan", "--timeout", "-1s"}, {"scan", "--demo", "--timeout", "-1s"}} {
 		var out, errOut bytes.Buffer
-		if code := run(args, &out, &errOut); code != exitUsage || !strings.Contains(errOut.String(), "--timeout must be positive") {
+		if code := run(args, strings.NewReader(""), &out, &errOut, osEnvironment()); code != exitUsage || !strings.Contains(errOut.String(), `--timeout "-1s": is not`) {
 			t.Errorf("%v: %d %q", args, code, errOut.String())
 		}
 	}

@@ -252,9 +252,9 @@ func checkToolPath(p string) error {
 	if len(p) < 2 || len(p) > pathLimit {
 		return fmt.Errorf("must be 2 to %d characters", pathLimit)
 	}
-	for i := 0; i < len(p); i++ {
-		if c := p[i]; !isAlnum(c) && !strings.ContainsRune("._~/-", rune(c)) {
-			return fmt.Errorf("character %q is not allowed (only A-Z a-z 0-9 . _ ~ / -)", c)
+	for _, r := range p {
+		if r >= utf8.RuneSelf || !isAlnum(byte(r)) && !strings.ContainsRune("._~/-", r) {
+			return fmt.Errorf("character %q is not allowed (only A-Z a-z 0-9 . _ ~ / -)", r)
 		}
 	}
 	if p[0] == '/' {
@@ -267,28 +267,4 @@ func checkToolPath(p string) error {
 		return fmt.Errorf("has an empty, . or .. segment")
 	}
 	return nil
-}
-
-// checkDocuments checks a manifest and, for one of its tools, arguments
-// (when non-nil) and a response body (when non-nil).
-func checkDocuments(manifestData []byte, toolName string, arguments, body []byte) problems {
-	m, ps := parseManifest(manifestData)
-	if len(ps) > 0 || toolName == "" {
-		return ps
-	}
-	t := m.tool(toolName)
-	if t == nil {
-		return problems{{Location: "--tool", Message: fmt.Sprintf("the manifest has no tool %s", quote(toolName))}}
-	}
-	if arguments != nil {
-		if err := t.input.validateBytes(arguments, instanceLimits, "arguments"); err != nil {
-			ps.addErr(err)
-		}
-	}
-	if body != nil {
-		if err := t.output.validateBytes(body, instanceLimits, "response"); err != nil {
-			ps.addErr(err)
-		}
-	}
-	return ps
 }

@@ -182,15 +182,23 @@ func TestProxboxContract(t *testing.T) {
 		{"schedule_sync", `{"sync_stages": ["sdn"], "schedule_at": "2026-08-12T12:34:60Z"}`, "", "arguments.schedule_at"},
 		{"schedule_sync", "", `{"ok": false, "job_id": 1, "message": "x"}`, "response.ok: value does not equal the schema's const"},
 	}
+	m, ps := parseManifest(data)
+	if len(ps) > 0 {
+		t.Fatal(ps)
+	}
 	for _, c := range cases {
-		var args, body []byte
+		var ps problems
+		tl := m.tool(c.tool)
 		if c.arguments != "" {
-			args = []byte(c.arguments)
+			if err := tl.input.validateBytes([]byte(c.arguments), instanceLimits, "arguments"); err != nil {
+				ps.addErr(err)
+			}
 		}
 		if c.response != "" {
-			body = []byte(c.response)
+			if err := tl.output.validateBytes([]byte(c.response), instanceLimits, "response"); err != nil {
+				ps.addErr(err)
+			}
 		}
-		ps := checkDocuments(data, c.tool, args, body)
 		switch {
 		case c.problem == "" && len(ps) > 0:
 			t.Errorf("%s %s %s: %v", c.tool, c.arguments, c.response, ps)

@@ -102,7 +102,7 @@ type scanner struct {
 
 func newScanner(data []byte, lim limits) (scanner, error) {
 	if len(data) > lim.bytes {
-		return scanner{}, &syntaxError{msg: fmt.Sprintf("document is %d bytes, more than %d", len(data), lim.bytes)}
+		return scanner{}, &syntaxError{msg: fmt.Sprintf("document is larger than %d bytes", lim.bytes)}
 	}
 	if bytes.HasPrefix(data, []byte("\xEF\xBB\xBF")) {
 		return scanner{}, &syntaxError{0, 1, 1, "byte order mark is not allowed", here}
@@ -1373,10 +1373,13 @@ func (s *schema) int64Bounds() bool {
 
 // clip shortens hostile text to n bytes for a message.
 func clip(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
+	if len(s) <= n {
+		return s
 	}
-	return s
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n-- // never split a character
+	}
+	return s[:n] + "…"
 }
 
 // badSegment reports whether a slash-separated path has an empty, . or ..

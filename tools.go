@@ -62,12 +62,65 @@ func mustCompileTool(src string) *schema {
 	panic(fmt.Sprint(err, ps))
 }
 
+// writePolicy is the mutation switch and its allow-list (SPEC §13).
+type writePolicy struct {
+	all     bool
+	entries []string // "plugin.tool" or "plugin.*"
+	setting string   // the flag or variable that set it
+}
+
+// parseWritePolicy reads a value of the switch: 1|true|yes|on for every
+// tool, 0|false|no|off or nothing for none, else a list of plugin.tool and
+// plugin.* entries. A typo in a safety switch must be loud, so anything else
+// is an error, never "off".
+func parseWritePolicy(s, setting string) (writePolicy, error) {
+	p := writePolicy{setting: setting}
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "1", "true", "yes", "on":
+		p.all = true
+		return p, nil
+	case "", "0", "false", "no", "off":
+		return p, nil
+	}
+	for _, e := range strings.Split(s, ",") {
+		e = strings.TrimSpace(e)
+		plugin, tool, ok := strings.Cut(e, ".")
+		switch {
+		case e == "":
+		case !ok || !slugPattern.MatchString(plugin) || tool != "*" && !toolNamePattern.MatchString(tool):
+			return writePolicy{}, fmt.Errorf("%s: %s is neither plugin.tool nor plugin.* (as in example.run_report,proxbox.*), nor one of 1, true, yes, on, 0, false, no, off",
+				setting, quote(e))
+		default:
+			p.entries = append(p.entries, e)
+		}
+	}
+	return p, nil
+}
+
+func (p writePolicy) allows(ct catalogTool) bool {
+	return p.all || slices.Contains(p.entries, ct.qualifiedName()) || slices.Contains(p.entries, ct.plugin+".*")
+}
+
+// refusal says why a write is not allowed and how to allow it.
+func (p writePolicy) refusal(ct catalogTool) string {
+	if len(p.entries) == 0 {
+		return fmt.Sprintf("%s is a %s tool and mutations are disabled: start the server with --allow-mutations=%s (or NETBOX_MCP_ALLOW_MUTATIONS=%[3]s) to run it, or preview it with dry_run: true",
+			ct.qualifiedName(), ct.tool.effect, ct.qualifiedName())
+	}
+	return fmt.Sprintf("%s is a %s tool that is not on the allow-list %s (%s): add %[1]s or %s.* to it to run it, or preview it with dry_run: true",
+		ct.qualifiedName(), ct.tool.effect, strings.Join(p.entries, ","), p.setting, ct.plugin)
+}
+
+// confirmModes are the values of --confirm (SPEC §13), the default first.
+var confirmModes = []string{"auto", "destructive", "writes", "off"}
+
 // bridge serves the two tools against one NetBox configuration.
 type bridge struct {
-	client         *client // and its configuration
-	cfgErr         error   // when set, every call answers config_error
-	allowMutations bool
-	life           context.Context // ends every call in flight when it ends
+	client  *client // and its configuration
+	cfgErr  error   // when set, every call answers config_error
+	policy  writePolicy
+	confirm string       // one of confirmModes
+	audit   *slog.Logger // one record per write decision
 }
 
 func newMCPServer(b *bridge, logger *slog.Logger) *mcp.Server {
@@ -206,15 +259,9 @@ func toolError(err error, a *callArgs) *mcp.CallToolResult {
 
 // handler adapts one of the two operations to a raw MCP tool handler: its
 // arguments validated against its published schema, the configuration
-// checked, and its result document or error rendered. The call ends with
-// the bridge's life as well as with the client's cancellation.
+// checked, and its result document or error rendered.
 func (b *bridge) handler(input *schema, run func(context.Context, *mcp.CallToolRequest, *callArgs) ([]byte, error)) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		if b.life != nil {
-			defer context.AfterFunc(b.life, cancel)()
-		}
 		a, err := parseArgs(req.Params.Arguments, input)
 		if err == nil && b.cfgErr != nil {
 			err = &bridgeError{Code: "config_error", Message: b.cfgErr.Error()}
@@ -314,13 +361,12 @@ func (b *bridge) call(ctx context.Context, _ *mcp.CallToolRequest, a *callArgs) 
 	} else {
 		req.body = args
 	}
-	allowed := t.effect == "read" || b.allowMutations
+	allowed := t.effect == "read" || b.policy.allows(ct)
 	if a.dryRun {
 		return dryRunDocument(ct, a, query, req.body, allowed), nil
 	}
 	if !allowed {
-		return nil, &bridgeError{Code: "mutations_disabled", Message: fmt.Sprintf("%s is a %s tool and mutations are disabled: start the server with --allow-mutations or NETBOX_MCP_ALLOW_MUTATIONS=1 to run it, or preview it with dry_run: true",
-			ct.qualifiedName(), t.effect)}
+		return nil, &bridgeError{Code: "mutations_disabled", Message: b.policy.refusal(ct)}
 	}
 	resp, err := b.client.do(ctx, req)
 	if resp != nil {
@@ -497,10 +543,9 @@ func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
 }
 
 // serveStdio runs one MCP session on in and out until in ends or ctx ends.
-// Then it stops writing, cancels every call still in flight (end) and
-// returns once they have returned (SPEC §11). The reason is "" when stdin
-// ended.
-func serveStdio(ctx context.Context, server *mcp.Server, in io.Reader, out io.Writer, end context.CancelFunc) error {
+// Then it stops writing and closes the session, which cancels every call
+// still in flight, and returns once they have returned (SPEC §11).
+func serveStdio(ctx context.Context, server *mcp.Server, in io.Reader, out io.Writer) error {
 	t := &stdioTransport{in: in, out: out}
 	ss, err := server.Connect(ctx, t, nil)
 	if err != nil {
@@ -514,7 +559,6 @@ func serveStdio(ctx context.Context, server *mcp.Server, in io.Reader, out io.Wr
 	case err = <-waited:
 	}
 	t.conn.Close()
-	end()
 	if werr := <-waited; err == nil && werr != nil && !errors.Is(werr, io.EOF) && ctx.Err() == nil {
 		err = werr
 	}

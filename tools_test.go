@@ -93,7 +93,7 @@ func connect(t testing.TB, b *bridge, version string, opts *mcp.ClientOptions) *
 }
 
 func newBridge(f *fakeNetBox, allowMutations bool) *bridge {
-	return &bridge{client: testClient(f.t, f.config()), allowMutations: allowMutations}
+	return &bridge{client: testClient(f.t, f.config()), policy: writePolicy{all: allowMutations}, confirm: "auto"}
 }
 
 // result is a tool result with its structured content decoded.
@@ -729,51 +729,184 @@ func TestCancellationStopsRequests(t *testing.T) {
 	}
 }
 
-// TestMalformedLines drives the stdio transport with bytes: a malformed line
-// gets an error reply and the session goes on.
-func TestMalformedLines(t *testing.T) {
-	f := newInvNetBox(t)
+// stdioSession drives serveStdio with raw lines, as a client's bytes.
+type stdioSession struct {
+	t       *testing.T
+	in      *io.PipeWriter
+	replies chan map[string]any
+}
+
+func newStdioSession(t *testing.T, b *bridge) *stdioSession {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	server := newMCPServer(newBridge(f, false), slog.New(slog.NewTextHandler(io.Discard, nil)))
-	go serveStdio(context.Background(), server, inR, outW, func() {})
+	server := newMCPServer(b, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	go serveStdio(context.Background(), server, inR, outW)
 	t.Cleanup(func() { inW.Close() })
-	replies := bufio.NewScanner(outR)
-	replies.Buffer(nil, 1<<20)
-	send := func(line string) map[string]any {
-		t.Helper()
-		if _, err := io.WriteString(inW, line+"\n"); err != nil {
-			t.Fatal(err)
+	s := &stdioSession{t: t, in: inW, replies: make(chan map[string]any, 16)}
+	go func() {
+		lines := bufio.NewScanner(outR)
+		lines.Buffer(nil, 4<<20)
+		for lines.Scan() {
+			var msg map[string]any
+			if err := json.Unmarshal(lines.Bytes(), &msg); err != nil {
+				t.Errorf("reply %q is not JSON: %v", lines.Bytes(), err)
+			}
+			s.replies <- msg
 		}
-		if !replies.Scan() {
-			t.Fatalf("no reply to %q: %v", line, replies.Err())
-		}
-		var msg map[string]any
-		if err := json.Unmarshal(replies.Bytes(), &msg); err != nil {
-			t.Fatalf("reply %s: %v", replies.Bytes(), err)
-		}
+	}()
+	return s
+}
+
+func (s *stdioSession) send(line string) {
+	s.t.Helper()
+	if _, err := io.WriteString(s.in, line+"\n"); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func (s *stdioSession) reply() map[string]any {
+	s.t.Helper()
+	select {
+	case msg := <-s.replies:
 		return msg
+	case <-time.After(10 * time.Second):
+		s.t.Fatal("no reply")
+		return nil
 	}
-	wantCode := func(msg map[string]any, code float64, id any) {
-		t.Helper()
-		e, _ := msg["error"].(map[string]any)
-		if e["code"] != code || msg["id"] != id || msg["jsonrpc"] != "2.0" {
-			t.Fatalf("got %v, want code %v id %v", msg, code, id)
+}
+
+// noReply checks that nothing more was written.
+func (s *stdioSession) noReply() {
+	s.t.Helper()
+	select {
+	case msg := <-s.replies:
+		s.t.Errorf("unexpected reply %v", msg)
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+func wantRPCError(t *testing.T, msg map[string]any, code float64, id any) {
+	t.Helper()
+	e, _ := msg["error"].(map[string]any)
+	if e["code"] != code || msg["id"] != id || msg["jsonrpc"] != "2.0" {
+		t.Errorf("got %v, want code %v id %v", msg, code, id)
+	}
+}
+
+const initializeLine = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
+// TestStdioLines: SPEC §11, the stdio session survives every malformed line
+// with -32700 or -32600, ids that are not strings or integers within ±2^53
+// are not mangled, and every request gets exactly one reply.
+func TestStdioLines(t *testing.T) {
+	f := newInvNetBox(t)
+	s := newStdioSession(t, newBridge(f, false))
+	ping := `{"jsonrpc":"2.0","id":5,"method":"ping"}`
+	// Before initialize: ping is answered, other requests are refused with
+	// their id, and a 2026-07-28 request that carries its own protocol
+	// version stands alone.
+	s.send(ping)
+	if r := s.reply(); r["id"] != 5.0 || r["result"] == nil {
+		t.Errorf("ping before initialize: %v", r)
+	}
+	s.send(`{"jsonrpc":"2.0","id":"early","method":"tools/list"}`)
+	wantRPCError(t, s.reply(), -32600, "early")
+	for _, c := range []struct {
+		name, line string
+		code       float64
+		id         any
+	}{
+		{"not JSON", `garbage{`, -32700, nil},
+		{"cut short", `{"jsonrpc": "2.0", "id": 1, "method": `, -32700, nil},
+		{"trailing bytes", ping + ` x`, -32700, nil},
+		{"two messages on one line", ping + ping, -32700, nil},
+		{"two messages with a space", ping + " " + ping, -32700, nil},
+		{"NUL after the message", ping + "\x00", -32700, nil},
+		{"comment after the message", ping + "//c", -32700, nil},
+		{"NUL and invalid UTF-8", "\x00\xff", -32700, nil},
+		{"invalid UTF-8 in a string", "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"p\xffing\"}", -32700, nil},
+		{"duplicate key", `{"jsonrpc":"2.0","id":6,"id":7,"method":"ping"}`, -32700, nil},
+		{"not a message", `{"id": 7, "hello": "world"}`, -32600, 7.0},
+		{"a batch", `[` + ping + `]`, -32600, nil},
+		{"a number", `42`, -32600, nil},
+		{"fractional id", `{"jsonrpc":"2.0","id":1.5,"method":"ping"}`, -32600, nil},
+		{"30-digit id", `{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}`, -32600, nil},
+		{"id beyond 2^53", `{"jsonrpc":"2.0","id":9007199254740992,"method":"ping"}`, -32600, nil},
+		{"id below -2^53", `{"jsonrpc":"2.0","id":-9007199254740992,"method":"ping"}`, -32600, nil},
+		{"exponent id beyond 2^53", `{"jsonrpc":"2.0","id":1e16,"method":"ping"}`, -32600, nil},
+		{"null id", `{"jsonrpc":"2.0","id":null,"method":"ping"}`, -32600, nil},
+		{"boolean id", `{"jsonrpc":"2.0","id":true,"method":"ping"}`, -32600, nil},
+		{"object id", `{"jsonrpc":"2.0","id":{},"method":"ping"}`, -32600, nil},
+		{"wrong version", `{"jsonrpc":"1.0","id":8,"method":"ping"}`, -32600, 8.0},
+		{"over 1 MiB", `{"jsonrpc":"2.0","id":9,"method":"ping","params":{"pad":"` + strings.Repeat("x", 1<<20) + `"}}`, -32700, nil},
+	} {
+		s.send(c.line)
+		msg := s.reply()
+		wantRPCError(t, msg, c.code, c.id)
+		if t.Failed() {
+			t.Fatalf("%s: %v", c.name, msg)
 		}
 	}
-	wantCode(send(`garbage{`), -32700, nil)
-	wantCode(send(`{"jsonrpc": "2.0", "id": 1, "method": `), -32700, nil)
-	wantCode(send(`{"id": 7, "hello": "world"}`), -32600, 7.0)
-	wantCode(send(`[{"jsonrpc": "2.0", "id": 8, "method": "ping"}]`), -32600, nil)
-	init := send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	if res, _ := init["result"].(map[string]any); init["id"] != 1.0 || res["protocolVersion"] != "2025-11-25" {
-		t.Fatalf("initialize: %v", init)
+	// Ids at the edges of ±2^53 are kept exactly; an integral number token
+	// is the integer it equals (SPEC §5).
+	for id, want := range map[string]string{"9007199254740991": "9007199254740991", "-9007199254740991": "-9007199254740991",
+		"0": "0", `""`: `""`, `"a\u00e9"`: `"aé"`, "1e3": "1000", "7.0": "7"} {
+		s.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}`)
+		r := s.reply()
+		if raw, _ := json.Marshal(r["id"]); r["result"] == nil || string(raw) != want {
+			t.Errorf("id %s came back as %s, want %s: %v", id, raw, want, r)
+		}
 	}
-	io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
-	wantCode(send("\x00\xff"), -32700, nil)
-	list := send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
-	if res, _ := list["result"].(map[string]any); list["id"] != 2.0 || len(res["tools"].([]any)) != 2 {
-		t.Fatalf("tools/list after malformed lines: %v", list)
+	s.send(initializeLine)
+	if r := s.reply(); r["id"] != 1.0 || r["result"] == nil {
+		t.Fatalf("initialize: %v", r)
+	}
+	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	if r := s.reply(); r["id"] != 2.0 || len(r["result"].(map[string]any)["tools"].([]any)) != 2 {
+		t.Fatalf("tools/list after malformed lines: %v", r)
+	}
+	s.noReply() // one reply per line, no more
+}
+
+// TestStdioDuplicateID: a request whose id is still in flight is refused
+// with -32600; the first request still gets its own reply.
+func TestStdioDuplicateID(t *testing.T) {
+	f := newInvNetBox(t)
+	entered, release := make(chan struct{}), make(chan struct{})
+	f.handle(searchPath, func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		<-release
+		writeJSON(w, http.StatusOK, `{"count": 1}`, false)
+	})
+	s := newStdioSession(t, newBridge(f, false))
+	s.send(initializeLine)
+	s.reply()
+	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	call := `{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"plugin_call_tool","arguments":{"plugin":"inv","tool":"search"}}}`
+	s.send(call)
+	<-entered
+	s.send(call)
+	wantRPCError(t, s.reply(), -32600, "c1")
+	close(release)
+	if r := s.reply(); r["id"] != "c1" || r["result"] == nil {
+		t.Fatalf("the first call's reply: %v", r)
+	}
+	s.send(call) // answered: the id is free again
+	if r := s.reply(); r["id"] != "c1" || r["result"] == nil {
+		t.Fatalf("the id reused after its reply: %v", r)
+	}
+	s.noReply()
+}
+
+// TestStdioStatelessRequest: a 2026-07-28 client sends requests with their
+// protocol version in _meta and no initialize; they are not refused.
+func TestStdioStatelessRequest(t *testing.T) {
+	s := newStdioSession(t, newBridge(newInvNetBox(t), false))
+	s.send(`{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+		`"io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	if r := s.reply(); r["id"] != 3.0 || r["result"] == nil {
+		t.Fatalf("stateless tools/list: %v", r)
 	}
 }
 

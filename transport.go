@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -36,12 +37,41 @@ func bridgeVersion() string {
 
 // config is the resolved NetBox configuration of serve and scan.
 type config struct {
-	base     string // scheme://host[:port][/prefix], no trailing slash
-	origin   string // scheme://host:port, case-folded, for link checks
-	prefix   string // path prefix of base, "" or "/netbox"
-	auth     string // Authorization header value, "" for none
-	timeout  time.Duration
-	insecure bool
+	base         string // scheme://host[:port][/prefix], no trailing slash
+	origin       string // scheme://host:port, case-folded, for link checks
+	prefix       string // path prefix of base, "" or "/netbox"
+	auth         string // Authorization header value, "" for none
+	authFrom     string // where the token came from, as in NETBOX_TOKEN
+	timeout      time.Duration
+	insecure     bool
+	insecureFrom string // the setting that turned verification off
+	assumedHTTPS bool   // NETBOX_URL had no scheme
+}
+
+// describeToken names the token a request carries, its scheme and where it
+// came from, never the token: auth is a per-call Authorization or "".
+func (c *config) describeToken(auth string) string {
+	from := c.authFrom
+	if auth != "" {
+		from = "the call's token argument"
+	}
+	auth = cmp.Or(auth, c.auth)
+	if auth == "" {
+		return "no token"
+	}
+	scheme, _, _ := strings.Cut(auth, " ")
+	if from == "" {
+		return "the " + scheme + " token"
+	}
+	return fmt.Sprintf("the %s token from %s", scheme, from)
+}
+
+// tokenHint says what to do when NetBox refuses a request's token.
+func (c *config) tokenHint(auth string) string {
+	if auth == "" && c.auth == "" {
+		return "no token was sent: set NETBOX_TOKEN (or NETBOX_TOKEN_KEY and NETBOX_TOKEN_SECRET, or a netbox-sdk profile)"
+	}
+	return "NetBox refused " + c.describeToken(auth) + ": check that it is valid, active and allowed to read plugins, or set another"
 }
 
 // defaultTimeout is the per-request timeout when nothing sets one.
@@ -237,7 +267,7 @@ func (c *client) do(ctx context.Context, req request) (*response, error) {
 	hr.Header.Set("Cache-Control", "no-cache")
 	resp, err := c.http.Do(hr)
 	if err != nil {
-		return nil, &transportError{err: describeNetError(ctx, err, c.timeout), sent: sent.Load()}
+		return nil, &transportError{err: c.describeNetError(ctx, err), sent: sent.Load()}
 	}
 	defer resp.Body.Close()
 	r := &response{status: resp.StatusCode, header: resp.Header, release: func() {}}
@@ -257,13 +287,13 @@ func (c *client) do(ctx context.Context, req request) (*response, error) {
 	}
 	share = max(share, minBodyShare)
 	if err := bodies.acquire(ctx, share); err != nil {
-		return r, fail(fmt.Errorf("%w: %v", errNotReadable, describeNetError(ctx, err, c.timeout)))
+		return r, fail(fmt.Errorf("%w: %v", errNotReadable, c.describeNetError(ctx, err)))
 	}
 	r.body, err = readBounded(resp.Body, req.limit, resp.ContentLength, req.budget)
 	if err != nil {
 		bodies.release(share)
 		if !errors.Is(err, errTooLarge) && !errors.Is(err, errBudget) {
-			err = fmt.Errorf("%w: %v", errNotReadable, describeNetError(ctx, err, c.timeout))
+			err = fmt.Errorf("%w: %v", errNotReadable, c.describeNetError(ctx, err))
 		}
 		return r, fail(err)
 	}
@@ -301,16 +331,23 @@ func readBounded(r io.Reader, limit int, size int64, b *atomic.Int64) ([]byte, e
 	}
 }
 
-// describeNetError names a timeout as one, without the URL's query.
-func describeNetError(ctx context.Context, err error, timeout time.Duration) error {
+// describeNetError names a timeout as one, drops the URL that Go's errors
+// repeat, and says what to set for the usual TLS mistakes.
+func (c *client) describeNetError(ctx context.Context, err error) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("timed out after %v", timeout)
+		return fmt.Errorf("timed out after %v", c.timeout)
 	}
-	var ue interface{ Unwrap() error }
+	var ue *url.Error
 	if errors.As(err, &ue) {
-		if inner := ue.Unwrap(); inner != nil {
-			return inner
-		}
+		err = ue.Err
+	}
+	var authority x509.UnknownAuthorityError
+	var record tls.RecordHeaderError
+	switch {
+	case errors.As(err, &authority):
+		return fmt.Errorf("%w; if NetBox's certificate comes from a private CA, set SSL_CERT_FILE to that CA's certificate (NETBOX_SSL_VERIFY=0 only as a last resort)", err)
+	case c.assumedHTTPS && (errors.As(err, &record) || strings.Contains(err.Error(), "HTTP response to HTTPS client")):
+		return fmt.Errorf("%w; NETBOX_URL has no scheme, so https:// was assumed: if NetBox speaks plain HTTP, set NETBOX_URL=http://…", err)
 	}
 	return err
 }

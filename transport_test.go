@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -199,5 +200,69 @@ func TestWriteNotReplayedOnDeadConnection(t *testing.T) {
 			t.Errorf("%s: the write was put on the wire %d times (%v), want once and an error after sending", name, n, err)
 		}
 		c.do(context.Background(), listRequest(rootLimits.bytes)) // pool a connection again
+	}
+}
+
+// TestGateIsFIFOAndCancellable: SPEC §11, waiters are served in arrival
+// order, a waiter can give up, and a share given back lets the next in.
+func TestGateIsFIFOAndCancellable(t *testing.T) {
+	t.Parallel()
+	g := newGate(10)
+	if err := g.acquire(context.Background(), 6); err != nil {
+		t.Fatal(err)
+	}
+	order := make(chan int64, 3)
+	big, cancelBig := context.WithCancel(context.Background())
+	bigDone := make(chan error, 1)
+	go func() { bigDone <- g.acquire(big, 6) }()
+	time.Sleep(20 * time.Millisecond) // the large waiter is first in line
+	small := make(chan error, 1)
+	go func() {
+		err := g.acquire(context.Background(), 1)
+		order <- 1
+		small <- err
+	}()
+	select {
+	case <-small:
+		t.Fatal("a small share passed a waiting large one")
+	case <-time.After(50 * time.Millisecond):
+	}
+	cancelBig()
+	if err := <-bigDone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the cancelled waiter: %v", err)
+	}
+	if err := <-small; err != nil {
+		t.Fatalf("the small waiter after the large one gave up: %v", err)
+	}
+	g.release(6)
+	g.release(1)
+	// All 10 are free again: one acquire of 10 passes at once.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := g.acquire(ctx, 10); err != nil {
+		t.Fatalf("after every release: %v", err)
+	}
+}
+
+// TestTLSMistakesSayWhatToSet: an unknown CA names SSL_CERT_FILE; https
+// assumed for a scheme-less URL in front of plain HTTP says so (issue 10).
+func TestTLSMistakesSayWhatToSet(t *testing.T) {
+	t.Parallel()
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, "{}", false) }))
+	t.Cleanup(tlsSrv.Close)
+	_, err := rawClient(t, tlsSrv.URL, 5*time.Second).do(context.Background(), listRequest(rootLimits.bytes))
+	if err == nil || !strings.Contains(err.Error(), "certificate") || !strings.Contains(err.Error(), "set SSL_CERT_FILE") ||
+		!strings.Contains(err.Error(), "NETBOX_SSL_VERIFY=0 only as a last resort") {
+		t.Errorf("unknown CA: %v", err)
+	}
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, "{}", false) }))
+	t.Cleanup(plain.Close)
+	cfg, err := loadConfig(&options{}, testEnv(t.TempDir(), map[string]string{"NETBOX_URL": strings.TrimPrefix(plain.URL, "http://")}))
+	if err != nil || !cfg.assumedHTTPS {
+		t.Fatalf("scheme-less URL: %v %+v", err, cfg)
+	}
+	_, err = testClient(t, cfg).do(context.Background(), listRequest(rootLimits.bytes))
+	if err == nil || !strings.Contains(err.Error(), "https:// was assumed") || !strings.Contains(err.Error(), "NETBOX_URL=http://") {
+		t.Errorf("https assumed in front of plain HTTP: %v", err)
 	}
 }
