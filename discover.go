@@ -36,8 +36,10 @@ const installedPlugins = "installed-plugins"
 // callOptions are the per-call settings that apply to every request of a
 // tool call or scan.
 type callOptions struct {
-	auth     string      // Authorization for this call, "" for the configured one
-	header   http.Header // caller headers
+	auth     string // Authorization for this call, "" for the configured one
+	authFrom string // where auth came from: "per-call" or "http"
+	remote   string // the HTTP caller's address
+	header   http.Header
 	progress func(done, total int)
 }
 
@@ -57,8 +59,10 @@ type scanProblem struct {
 	Error  string `json:"error"`
 }
 
-// catalog is the result of a scan: tools by qualified name, problems by plugin.
+// catalog is the result of a scan: tools by qualified name, problems by
+// plugin; plugin names the plugin of a selected-plugin scan.
 type catalog struct {
+	plugin   string
 	tools    []catalogTool
 	problems []scanProblem
 }
@@ -181,7 +185,7 @@ func (d *discovery) fetch(ctx context.Context, path string, limit int, use func(
 		e := &httpStatusError{path, d.c.base + path, resp.status, detail(body)}
 		switch {
 		case resp.status == http.StatusUnauthorized || resp.status == http.StatusForbidden:
-			e.detail += "; " + d.c.tokenHint(d.opts.auth)
+			e.detail += "; " + d.c.tokenHint(d.opts.auth, d.opts.authFrom)
 		case resp.status == http.StatusNotFound && path == "/api/plugins/":
 			e.detail += "; is NETBOX_URL the NetBox base URL, without /api, and with the path prefix NetBox is served under?"
 		}
@@ -345,7 +349,7 @@ func (c *client) scanOne(ctx context.Context, slug string, opts callOptions) (*c
 	if err = cmp.Or(err, merr); err != nil {
 		return nil, discoveryError(slug, err)
 	}
-	cat := &catalog{}
+	cat := &catalog{plugin: slug}
 	cat.add(slug, m)
 	cat.sort()
 	return cat, nil

@@ -694,7 +694,7 @@ func runScan(args []string, stdout, stderr io.Writer, env environment) int {
 	if o.demo {
 		fmt.Fprintf(stderr, "netbox-plugin-bridge scan: the built-in demo NetBox at %s; its plugin \"broken\" is broken on purpose, to show a problem\n", cfg.base)
 	} else {
-		fmt.Fprintf(stderr, "netbox-plugin-bridge scan: NetBox %s, %s\n", cfg.base, cfg.describeToken(""))
+		fmt.Fprintf(stderr, "netbox-plugin-bridge scan: NetBox %s, %s\n", cfg.base, cfg.describeToken("", ""))
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
@@ -929,8 +929,8 @@ func toolIndex(loc string) (int, bool) {
 // demoToken is the v1 token the demo NetBox requires; it guards nothing real.
 const demoToken = "0123456789abcdef0123456789abcdef01234567"
 
-// demoManifest is the example plugin's manifest: one read tool with query
-// arguments and an outputSchema, one write tool with a body.
+// demoManifest is the example plugin's manifest: a read tool with query
+// arguments and an outputSchema, a write tool and a destructive one.
 const demoManifest = `{"schema_version": "1", "plugin": "example", "tools": [
   {"name": "list_reports", "title": "List inventory reports", "description": "List the inventory reports visible to the current NetBox principal, newest first.", "method": "GET", "path": "reports/", "effect": "read",
    "inputSchema": {"type": "object", "properties": {"status": {"type": "string", "enum": ["queued", "done", "failed"]}, "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20}, "site": {"type": "array", "items": {"type": "string", "maxLength": 100}, "maxItems": 10, "uniqueItems": true}, "since": {"type": "string", "format": "date-time"}}, "additionalProperties": false},
@@ -939,7 +939,10 @@ const demoManifest = `{"schema_version": "1", "plugin": "example", "tools": [
   {"name": "run_report", "title": "Run an inventory report", "description": "Queue an inventory report for one site, or for every site when site is omitted.", "method": "POST", "path": "reports/run/", "effect": "write",
    "inputSchema": {"type": "object", "properties": {"site": {"type": "string", "minLength": 1, "maxLength": 100}, "scope": {"type": "string", "enum": ["active", "all"]}}, "required": ["scope"], "additionalProperties": false},
    "outputSchema": {"type": "object", "properties": {"id": {"type": "integer", "minimum": 1}, "status": {"const": "queued"}}, "required": ["id", "status"], "additionalProperties": false},
-   "annotations": {"readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": false}}]}`
+   "annotations": {"readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": false}},
+  {"name": "delete_report", "title": "Delete an inventory report", "description": "Delete one inventory report for good.", "method": "DELETE", "path": "reports/", "effect": "destructive",
+   "inputSchema": {"type": "object", "properties": {"id": {"type": "integer", "minimum": 1}}, "required": ["id"], "additionalProperties": false},
+   "annotations": {"readOnlyHint": false, "destructiveHint": true, "idempotentHint": true, "openWorldHint": false}}]}`
 
 // demoBrokenManifest breaks a SPEC §4 rule: methods are upper case.
 const demoBrokenManifest = `{"schema_version": "1", "plugin": "broken", "tools": [{"name": "purge", "title": "Purge",
@@ -965,6 +968,7 @@ func demoHandler(base string) http.Handler {
 		{"id": 1, "site": "ams1", "status": "done", "created": "2026-11-30T08:00:00Z"},
 		{"id": 2, "site": "fra2", "status": "failed", "created": "2026-12-01T08:00:00Z"},
 	}
+	nextID := len(reports)
 	send := func(w http.ResponseWriter, status int, v any) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
@@ -1013,17 +1017,28 @@ func demoHandler(base string) http.Handler {
 				}
 			}
 			send(w, http.StatusOK, map[string]any{"count": len(results), "results": results})
+		case "DELETE /api/plugins/example/reports/":
+			var in struct{ ID int }
+			json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&in)
+			i := slices.IndexFunc(reports, func(rep map[string]any) bool { return rep["id"] == in.ID })
+			if i < 0 {
+				send(w, http.StatusNotFound, map[string]string{"detail": "No such report."})
+				return
+			}
+			reports = slices.Delete(reports, i, i+1)
+			w.WriteHeader(http.StatusNoContent)
 		case "POST /api/plugins/example/reports/run/":
 			var in struct{ Site, Scope string }
 			if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&in); err != nil || in.Scope == "" {
 				send(w, http.StatusBadRequest, map[string]string{"detail": "scope is required"})
 				return
 			}
-			rep := map[string]any{"id": len(reports) + 1, "site": cmp.Or(in.Site, "all"), "status": "queued",
+			nextID++
+			rep := map[string]any{"id": nextID, "site": cmp.Or(in.Site, "all"), "status": "queued",
 				"created": time.Now().UTC().Format(time.RFC3339)}
 			reports = append(reports, rep)
-			w.Header().Set("Location", "/api/plugins/example/reports/"+strconv.Itoa(len(reports))+"/")
-			send(w, http.StatusCreated, map[string]any{"id": rep["id"], "status": "queued"})
+			w.Header().Set("Location", "/api/plugins/example/reports/"+strconv.Itoa(nextID)+"/")
+			send(w, http.StatusCreated, map[string]any{"id": nextID, "status": "queued"})
 		default:
 			w.Header().Set("Content-Type", "text/html")
 			w.WriteHeader(http.StatusNotFound)

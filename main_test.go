@@ -879,7 +879,7 @@ func TestDemoNetBox(t *testing.T) {
 		t.Fatalf("config %+v", cfg)
 	}
 	cat := scanAllOK(t, testClient(t, cfg))
-	if got := toolNames(cat); !slices.Equal(got, []string{"example.list_reports", "example.run_report"}) || len(cat.problems) != 1 {
+	if got := toolNames(cat); !slices.Equal(got, []string{"example.delete_report", "example.list_reports", "example.run_report"}) || len(cat.problems) != 1 {
 		t.Errorf("tools %v problems %v", got, cat.problems)
 	}
 	cfg.auth = ""

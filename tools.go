@@ -5,6 +5,10 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -116,11 +121,12 @@ var confirmModes = []string{"auto", "destructive", "writes", "off"}
 
 // bridge serves the two tools against one NetBox configuration.
 type bridge struct {
-	client  *client // and its configuration
-	cfgErr  error   // when set, every call answers config_error
-	policy  writePolicy
-	confirm string       // one of confirmModes
-	audit   *slog.Logger // one record per write decision
+	client    *client // and its configuration
+	cfgErr    error   // when set, every call answers config_error
+	policy    writePolicy
+	confirm   string       // one of confirmModes
+	audit     *slog.Logger // one record per write decision
+	stateless bool         // streamable HTTP: the server cannot ask the client
 }
 
 func newMCPServer(b *bridge, logger *slog.Logger) *mcp.Server {
@@ -183,6 +189,7 @@ func parseArgs(raw json.RawMessage, s *schema) (*callArgs, error) {
 			if a.opts.auth, err = authorization(m.val.s); err != nil {
 				return nil, invalid(fmt.Errorf("arguments.token: %v", err))
 			}
+			a.opts.authFrom = "per-call"
 		case "header":
 			if a.opts.header, err = parseHeaders(m.val.arr); err != nil {
 				return nil, invalid(err)
@@ -270,7 +277,11 @@ func (b *bridge) handler(input *schema, run func(context.Context, *mcp.CallToolR
 		if err == nil {
 			doc, err = run(ctx, req, a)
 		}
-		if err != nil {
+		var ask *inputRequired
+		switch {
+		case errors.As(err, &ask):
+			return ask.result, nil
+		case err != nil:
 			return toolError(err, a), nil
 		}
 		return toolResult(doc), nil
@@ -330,49 +341,242 @@ func catalogDocument(cat *catalog) []byte {
 	return append(b, "]}"...)
 }
 
-// call discovers the plugin, validates the arguments and, unless this is a
-// dry run or the mutation switch forbids it, dispatches the target request.
-func (b *bridge) call(ctx context.Context, _ *mcp.CallToolRequest, a *callArgs) ([]byte, error) {
+// call discovers the plugin, validates the arguments and dispatches the
+// target request: a read at once, a write when the write policy allows it.
+func (b *bridge) call(ctx context.Context, req *mcp.CallToolRequest, a *callArgs) ([]byte, error) {
 	cat, err := b.client.scanOne(ctx, a.plugin, a.opts)
 	if err != nil {
 		return nil, err
 	}
-	i := slices.IndexFunc(cat.tools, func(t catalogTool) bool { return t.tool.name == a.tool })
-	if i < 0 {
-		var names []string
-		for _, t := range cat.tools {
-			names = append(names, t.tool.name)
+	ct, err := cat.find(a.tool)
+	if err != nil {
+		return nil, err
+	}
+	p, err := prepare(ct, a.arguments, a.opts)
+	switch {
+	case err != nil:
+		return nil, err
+	case ct.tool.effect != "read":
+		return b.write(ctx, req, a, p)
+	case a.dryRun:
+		return dryRunDocument(p, a.arguments, ""), nil
+	}
+	doc, _, err := b.dispatch(ctx, p)
+	return doc, err
+}
+
+// find returns the catalog's tool of that name, or tool_not_found.
+func (cat *catalog) find(name string) (catalogTool, error) {
+	var names []string
+	for _, t := range cat.tools {
+		if t.tool.name == name {
+			return t, nil
 		}
-		return nil, &bridgeError{Code: "tool_not_found", Message: fmt.Sprintf("plugin %s has no tool %s; it has: %s",
-			quote(a.plugin), quote(clip(a.tool, 100)), strings.Join(names, ", "))}
+		names = append(names, t.tool.name)
 	}
-	ct := cat.tools[i]
-	t := ct.tool
-	args := encode(a.arguments)
-	if err := t.input.validateBytes(args, instanceLimits, "arguments"); err != nil {
-		return nil, &bridgeError{Code: "invalid_arguments", Message: err.Error()}
+	return catalogTool{}, &bridgeError{Code: "tool_not_found", Message: fmt.Sprintf("plugin %s has no tool %s; it has: %s",
+		quote(cat.plugin), quote(clip(name, 100)), strings.Join(names, ", "))}
+}
+
+// prepared is a validated call of one tool, ready to dispatch.
+type prepared struct {
+	ct    catalogTool
+	req   request
+	query value // the dry-run view of req.query
+}
+
+// prepare validates arguments against the tool's inputSchema and builds
+// its request (SPEC §9): a read's query, or a write's JSON body.
+func prepare(ct catalogTool, arguments value, opts callOptions) (prepared, error) {
+	args := encode(arguments)
+	if err := ct.tool.input.validateBytes(args, instanceLimits, "arguments"); err != nil {
+		return prepared{}, &bridgeError{Code: "invalid_arguments", Message: err.Error()}
 	}
-	req := request{method: t.method, path: ct.requestPath, header: a.opts.header, auth: a.opts.auth, limit: instanceLimits.bytes}
-	query := value{kind: kindObject, obj: []member{}}
-	if t.effect == "read" {
+	p := prepared{ct: ct, query: value{kind: kindObject, obj: []member{}},
+		req: request{method: ct.tool.method, path: ct.requestPath, header: opts.header, auth: opts.auth, limit: instanceLimits.bytes}}
+	if ct.tool.effect == "read" {
 		var q url.Values
-		q, query = encodeQuery(a.arguments, t.input)
-		req.query = q.Encode()
+		q, p.query = encodeQuery(arguments, ct.tool.input)
+		p.req.query = q.Encode()
 	} else {
-		req.body = args
+		p.req.body = args
 	}
-	allowed := t.effect == "read" || b.policy.allows(ct)
-	if a.dryRun {
-		return dryRunDocument(ct, a, query, req.body, allowed), nil
-	}
-	if !allowed {
-		return nil, &bridgeError{Code: "mutations_disabled", Message: b.policy.refusal(ct)}
-	}
-	resp, err := b.client.do(ctx, req)
+	return p, nil
+}
+
+// dispatch sends the request once and renders its answer.
+func (b *bridge) dispatch(ctx context.Context, p prepared) ([]byte, *response, error) {
+	resp, err := b.client.do(ctx, p.req)
 	if resp != nil {
 		defer resp.release()
 	}
-	return responseDocument(ct, resp, err)
+	doc, err := responseDocument(p.ct, resp, err)
+	return doc, resp, err
+}
+
+// write decides a call of a write or destructive tool (SPEC §13): a dry
+// run, refused by the allow-list, not confirmed, or dispatched; each
+// decision is one audit record.
+func (b *bridge) write(ctx context.Context, req *mcp.CallToolRequest, a *callArgs, p prepared) (doc []byte, err error) {
+	refusal := ""
+	if !b.policy.allows(p.ct) {
+		refusal = b.policy.refusal(p.ct)
+	}
+	var decision string
+	var attrs []any
+	switch {
+	case a.dryRun:
+		decision, doc = "dry_run", dryRunDocument(p, a.arguments, refusal)
+	case refusal != "":
+		decision, err = "mutations_disabled", &bridgeError{Code: "mutations_disabled", Message: refusal}
+	default:
+		if err = b.confirmWrite(ctx, req, p); err != nil {
+			var ask *inputRequired
+			if errors.As(err, &ask) {
+				return nil, err // not decided yet: the client asks and calls again
+			}
+			decision = "not_confirmed"
+			break
+		}
+		start := time.Now()
+		var resp *response
+		doc, resp, err = b.dispatch(ctx, p)
+		decision = "dispatched"
+		if resp != nil {
+			attrs = append(attrs, "status", resp.status)
+			if id := resp.header.Get("X-Request-ID"); id != "" {
+				attrs = append(attrs, "request_id", clip(id, clipLimit))
+			}
+		}
+		if be := (*bridgeError)(nil); errors.As(err, &be) && be.Outcome != "" {
+			attrs = append(attrs, "outcome", be.Outcome)
+		}
+		attrs = append(attrs, "duration_ms", time.Since(start).Milliseconds())
+	}
+	b.auditWrite(ctx, p, a.opts, decision, attrs)
+	return doc, err
+}
+
+// auditWrite logs one write decision: never the body, never a secret.
+func (b *bridge) auditWrite(ctx context.Context, p prepared, opts callOptions, decision string, attrs []any) {
+	if b.audit == nil {
+		return
+	}
+	auth, source := cmp.Or(opts.auth, b.client.auth), cmp.Or(opts.authFrom, "configured")
+	token := "none"
+	if scheme, secret, _ := strings.Cut(auth, " "); scheme == "Bearer" {
+		token, _, _ = strings.Cut(secret, ".") // the key of nbt_<key>.<secret>
+	} else if auth != "" {
+		token = "v1"
+	}
+	attrs = append([]any{"plugin", p.ct.plugin, "tool", p.ct.tool.name, "effect", p.ct.tool.effect, "method", p.ct.tool.method,
+		"path", p.ct.requestPath, "decision", decision}, attrs...)
+	attrs = append(attrs, "token", token, "token_source", source)
+	if opts.remote != "" {
+		attrs = append(attrs, "remote", opts.remote)
+	}
+	b.audit.InfoContext(ctx, "write", attrs...)
+}
+
+// The question put to a human before a write (SPEC §13).
+const (
+	confirmSchema    = `{"type": "object", "properties": {"confirm": {"type": "boolean", "title": "Send this request to NetBox"}}, "required": ["confirm"]}`
+	confirmBodyLimit = 4 << 10
+)
+
+// confirmTimeout bounds how long a question stays open; tests shorten it.
+var confirmTimeout = 10 * time.Minute
+
+// confirmKey signs the request a 2026-07-28 client is asked about, so that
+// its answer confirms that request and no other.
+var confirmKey = func() []byte {
+	k := make([]byte, 32)
+	rand.Read(k)
+	return k
+}()
+
+// inputRequired is a question a 2026-07-28 client answers by calling again
+// with the answer (multi round-trip requests): the handler returns it as
+// the call's result.
+type inputRequired struct{ result *mcp.CallToolResult }
+
+func (*inputRequired) Error() string { return "input required" }
+
+// confirmWrite returns nil when p may be dispatched: the confirmation mode
+// does not ask for it, or a human confirmed exactly this request.
+func (b *bridge) confirmWrite(ctx context.Context, req *mcp.CallToolRequest, p prepared) error {
+	var caps *mcp.ElicitationCapabilities
+	var session *mcp.InitializeParams
+	if req != nil && req.Session != nil && !b.stateless {
+		if session = req.Session.InitializeParams(); session != nil && session.Capabilities != nil {
+			caps = session.Capabilities.Elicitation
+		}
+	}
+	canAsk := caps != nil && (caps.Form != nil || caps.URL == nil) // {} is form, from before 2025-11-25
+	destructive := p.ct.tool.effect == "destructive"
+	switch {
+	case b.confirm == "off", b.confirm == "auto" && !(destructive && canAsk), b.confirm == "destructive" && !destructive:
+		return nil
+	}
+	refuse := func(why string) error {
+		return &bridgeError{Code: "not_confirmed", Message: fmt.Sprintf("%s was not sent: %s; nothing reached NetBox", p.ct.qualifiedName(), why)}
+	}
+	if !canAsk {
+		how := "the client cannot ask a human: it does not support MCP form elicitation"
+		if b.stateless {
+			how = "the server cannot ask a human over stateless HTTP"
+		}
+		return refuse(fmt.Sprintf("--confirm %s needs a human's confirmation, and %s", b.confirm, how))
+	}
+	params := &mcp.ElicitParams{Mode: "form", Message: confirmMessage(p), RequestedSchema: json.RawMessage(confirmSchema)}
+	var answer *mcp.ElicitResult
+	if session.ProtocolVersion >= "2026-07-28" {
+		mac := hmac.New(sha256.New, confirmKey)
+		fmt.Fprintf(mac, "%s\x00%s\x00%s\x00%s\x00%s", p.ct.qualifiedName(), p.req.method, p.req.path, p.req.query, p.req.body)
+		state := hex.EncodeToString(mac.Sum(nil))
+		var ok bool
+		if answer, ok = req.Params.InputResponses["confirm"].(*mcp.ElicitResult); !ok || !hmac.Equal([]byte(req.Params.RequestState), []byte(state)) {
+			return &inputRequired{&mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"confirm": params}, RequestState: state}}
+		}
+	} else {
+		ctx, cancel := context.WithTimeout(ctx, confirmTimeout)
+		defer cancel()
+		var err error
+		answer, err = req.Session.Elicit(ctx, params)
+		switch {
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			return refuse(fmt.Sprintf("no answer came within %v", confirmTimeout))
+		case ctx.Err() != nil:
+			return refuse("the call was cancelled while the question was open")
+		case err != nil:
+			return refuse("the client could not ask: " + clip(err.Error(), clipLimit))
+		}
+	}
+	switch {
+	case answer.Action == "accept" && answer.Content["confirm"] == true:
+		return nil
+	case answer.Action == "accept":
+		return refuse("the human answered without confirming it")
+	case answer.Action == "decline":
+		return refuse("the human declined it")
+	case answer.Action == "cancel":
+		return refuse("the human dismissed the question")
+	}
+	return refuse(fmt.Sprintf("the client answered %s", quote(clip(answer.Action, 40))))
+}
+
+// confirmMessage states the exact request: tool, effect, method, path and
+// query, and the body clipped to 4 KiB.
+func confirmMessage(p prepared) string {
+	target := p.req.path
+	if p.req.query != "" {
+		target += "?" + p.req.query
+	}
+	body := string(p.req.body)
+	if len(body) > confirmBodyLimit {
+		body = clip(body, confirmBodyLimit) + fmt.Sprintf("\n(clipped: the body is %d bytes; the first %d are shown)", len(p.req.body), confirmBodyLimit)
+	}
+	return fmt.Sprintf("Send this request to NetBox? %s is a %s tool.\n\n%s %s\n%s", p.ct.qualifiedName(), p.ct.tool.effect, p.ct.tool.method, target, body)
 }
 
 // encodeQuery renders GET/HEAD arguments as a query (SPEC §9) and as the
@@ -419,19 +623,22 @@ func queryText(v value, s *schema) string {
 
 func stringValue(s string) value { return value{kind: kindString, s: s} }
 
-func dryRunDocument(ct catalogTool, a *callArgs, query value, body []byte, allowed bool) []byte {
-	bodyValue := value{}
-	if body != nil {
-		bodyValue = a.arguments
+// dryRunDocument previews a call (SPEC §9); refusal says why a live call
+// would be refused, "" when it would be allowed.
+func dryRunDocument(p prepared, arguments value, refusal string) []byte {
+	body := value{}
+	if p.req.body != nil {
+		body = arguments
 	}
 	notice := "Local preview: discovery and argument validation ran against NetBox, but no request was sent to the target, so the plugin did not validate or authorize it."
-	if !allowed {
-		notice += " A live call would be refused: mutations are disabled (start with --allow-mutations)."
+	if refusal != "" {
+		notice += " A live call would be refused: " + refusal
 	}
+	ct := p.ct
 	return encode(value{kind: kindObject, obj: []member{
 		{"dry_run", value{kind: kindBool, b: true}}, {"plugin", stringValue(ct.plugin)}, {"tool", stringValue(ct.tool.name)},
 		{"effect", stringValue(ct.tool.effect)}, {"method", stringValue(ct.tool.method)}, {"path", stringValue(ct.requestPath)},
-		{"query", query}, {"body", bodyValue}, {"allowed", value{kind: kindBool, b: allowed}}, {"notice", stringValue(notice)}}})
+		{"query", p.query}, {"body", body}, {"allowed", value{kind: kindBool, b: refusal == ""}}, {"notice", stringValue(notice)}}})
 }
 
 // keptHeaders are the response headers an agent sees, under SPEC §9's names.

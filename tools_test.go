@@ -873,9 +873,9 @@ func TestStdioLines(t *testing.T) {
 // with -32600; the first request still gets its own reply.
 func TestStdioDuplicateID(t *testing.T) {
 	f := newInvNetBox(t)
-	entered, release := make(chan struct{}), make(chan struct{})
+	entered, release := make(chan struct{}, 4), make(chan struct{})
 	f.handle(searchPath, func(w http.ResponseWriter, r *http.Request) {
-		close(entered)
+		entered <- struct{}{}
 		<-release
 		writeJSON(w, http.StatusOK, `{"count": 1}`, false)
 	})
@@ -1072,5 +1072,314 @@ func TestHostileNetBox(t *testing.T) {
 			}
 			t.Logf("hostile: %s: %s, %d KiB allocated", c.name, c.code, alloc>>10)
 		})
+	}
+}
+
+// ---- write policy: allow-list, confirmation, audit (SPEC §13) ----
+
+// asker is an MCP client's elicitation handler that answers with answer
+// and records the questions.
+type asker struct {
+	mu        sync.Mutex
+	questions []*mcp.ElicitParams
+	answer    func(ctx context.Context) (*mcp.ElicitResult, error)
+}
+
+func (a *asker) handle(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	a.mu.Lock()
+	a.questions = append(a.questions, req.Params)
+	a.mu.Unlock()
+	return a.answer(ctx)
+}
+
+func (a *asker) asked() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.questions)
+}
+
+func accept(confirm any) func(context.Context) (*mcp.ElicitResult, error) {
+	return func(context.Context) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": confirm}}, nil
+	}
+}
+
+// policyBridge is a bridge over f with the given policy and mode, whose
+// audit records go to log as JSON lines.
+func policyBridge(f *fakeNetBox, policy writePolicy, mode string, log io.Writer) *bridge {
+	b := newBridge(f, false)
+	b.policy, b.confirm = policy, mode
+	b.audit = slog.New(slog.NewJSONHandler(log, nil))
+	return b
+}
+
+// TestConfirmationMatrix: every confirmation mode, with a client that can
+// ask a human and one that cannot, for a read, a write, a destructive tool
+// and a dry run. The oracle is SPEC §13's sentence for each mode.
+func TestConfirmationMatrix(t *testing.T) {
+	type call struct {
+		tool   string
+		effect string
+		args   map[string]any
+		dryRun bool
+	}
+	calls := []call{{"search", "read", map[string]any{}, false}, {"create", "write", map[string]any{"name": "x"}, false},
+		{"purge", "destructive", map[string]any{}, false}, {"create", "write", map[string]any{"name": "x"}, true},
+		{"purge", "destructive", map[string]any{}, true}}
+	for _, mode := range []string{"auto", "destructive", "writes", "off"} {
+		for _, canAsk := range []bool{true, false} {
+			for _, c := range calls {
+				name := fmt.Sprintf("%s/ask=%t/%s/dry=%t", mode, canAsk, c.tool, c.dryRun)
+				f := newInvNetBox(t)
+				purges := 0
+				f.handle(recordsPath, func(w http.ResponseWriter, r *http.Request) {
+					if r.Method == http.MethodDelete {
+						purges++
+						w.WriteHeader(http.StatusNoContent)
+						return
+					}
+					writeJSON(w, http.StatusCreated, `{"id": 7}`, false)
+				})
+				a := &asker{answer: accept(true)}
+				opts := &mcp.ClientOptions{}
+				if canAsk {
+					opts.ElicitationHandler = a.handle
+				}
+				cs := connect(t, policyBridge(f, writePolicy{all: true}, mode, io.Discard), protocolVersions[0], opts)
+				r := callInv(t, cs, c.tool, c.args, "dry_run", c.dryRun)
+				// SPEC §13: asked only for a write about to dispatch.
+				needs := !c.dryRun && c.effect != "read" && (mode == "writes" || mode == "destructive" && c.effect == "destructive" ||
+					mode == "auto" && c.effect == "destructive" && canAsk)
+				switch {
+				case needs && !canAsk:
+					wantError(t, r, "not_confirmed", false)
+					if !strings.Contains(r.text, "does not support MCP form elicitation") || !strings.Contains(r.text, "--confirm "+mode) {
+						t.Errorf("%s: message %q", name, r.text)
+					}
+				case r.isError:
+					t.Errorf("%s: %s", name, r.text)
+				}
+				if want := map[bool]int{true: 1}[needs && canAsk]; a.asked() != want {
+					t.Errorf("%s: asked %d times, want %d", name, a.asked(), want)
+				}
+				sent := f.requests(recordsPath) + f.requests(searchPath)
+				if want := map[bool]int{true: 1}[!c.dryRun && (!needs || canAsk)]; sent != want {
+					t.Errorf("%s: %d target requests, want %d", name, sent, want)
+				}
+			}
+		}
+	}
+}
+
+// TestConfirmationAnswers: only accept with confirm true dispatches; every
+// other answer is not_confirmed, says what happened, and sends nothing.
+func TestConfirmationAnswers(t *testing.T) {
+	defer func(d time.Duration) { confirmTimeout = d }(confirmTimeout)
+	confirmTimeout = 300 * time.Millisecond
+	for _, c := range []struct {
+		name   string
+		answer func(ctx context.Context) (*mcp.ElicitResult, error)
+		want   string // "" for dispatched
+	}{
+		{"accept", accept(true), ""},
+		{"decline", func(context.Context) (*mcp.ElicitResult, error) { return &mcp.ElicitResult{Action: "decline"}, nil }, "the human declined it"},
+		{"cancel", func(context.Context) (*mcp.ElicitResult, error) { return &mcp.ElicitResult{Action: "cancel"}, nil }, "dismissed the question"},
+		{"accept false", accept(false), "answered without confirming it"},
+		{"accept without confirm", func(context.Context) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
+		}, "could not ask"}, // the SDK refuses content that breaks the required schema
+		{"handler error", func(context.Context) (*mcp.ElicitResult, error) { return nil, errors.New("no human here") }, "the client could not ask"},
+		{"no answer in time", func(ctx context.Context) (*mcp.ElicitResult, error) { <-ctx.Done(); return nil, ctx.Err() }, "no answer came within 300ms"},
+	} {
+		f := newInvNetBox(t)
+		var log bytes.Buffer
+		a := &asker{answer: c.answer}
+		cs := connect(t, policyBridge(f, writePolicy{all: true}, "writes", &log), protocolVersions[0], &mcp.ClientOptions{ElicitationHandler: a.handle})
+		r := callInv(t, cs, "create", map[string]any{"name": "x"})
+		switch {
+		case c.want == "" && r.isError:
+			t.Errorf("%s: %s", c.name, r.text)
+		case c.want != "":
+			wantError(t, r, "not_confirmed", false)
+			if !strings.Contains(r.text, c.want) || !strings.Contains(r.text, "nothing reached NetBox") {
+				t.Errorf("%s: message %q, want %q", c.name, r.text, c.want)
+			}
+		}
+		if n, want := f.requests(recordsPath), map[bool]int{true: 1}[c.want == ""]; n != want {
+			t.Errorf("%s: %d writes, want %d", c.name, n, want)
+		}
+		decision := map[bool]string{true: "dispatched", false: "not_confirmed"}[c.want == ""]
+		if recs := auditRecords(t, &log); len(recs) != 1 || recs[0]["decision"] != decision {
+			t.Errorf("%s: audit %v, want one %s", c.name, recs, decision)
+		}
+	}
+	// A call cancelled while the question is open sends nothing.
+	f := newInvNetBox(t)
+	confirmTimeout = time.Minute
+	opened := make(chan struct{})
+	a := &asker{answer: func(ctx context.Context) (*mcp.ElicitResult, error) {
+		close(opened)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}}
+	cs := connect(t, policyBridge(f, writePolicy{all: true}, "writes", io.Discard), protocolVersions[0], &mcp.ClientOptions{ElicitationHandler: a.handle})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "plugin_call_tool", Arguments: map[string]any{"plugin": "inv", "tool": "create", "arguments": map[string]any{"name": "x"}}})
+		done <- err
+	}()
+	<-opened
+	cancel()
+	<-done
+	time.Sleep(100 * time.Millisecond)
+	if n := f.requests(recordsPath); n != 0 {
+		t.Errorf("a call cancelled while asking sent %d writes", n)
+	}
+}
+
+// TestConfirmationQuestion: the question states the exact request, the body
+// clipped to 4 KiB, and asks for the one boolean SPEC §13 gives.
+func TestConfirmationQuestion(t *testing.T) {
+	f := newInvNetBox(t)
+	a := &asker{answer: accept(true)}
+	cs := connect(t, policyBridge(f, writePolicy{all: true}, "writes", io.Discard), protocolVersions[0], &mcp.ClientOptions{ElicitationHandler: a.handle})
+	long := strings.Repeat("n", 5000)
+	if r := callInv(t, cs, "create", map[string]any{"name": long, "size": 3}); r.isError {
+		t.Fatal(r.text)
+	}
+	q := a.questions[0]
+	schema, _ := json.Marshal(q.RequestedSchema)
+	wantSchema := `{"type": "object", "properties": {"confirm": {"type": "boolean", "title": "Send this request to NetBox"}}, "required": ["confirm"]}`
+	if q.Mode != "form" || !jsonEqual(t, schema, json.RawMessage(wantSchema)) {
+		t.Errorf("mode %q, schema %s", q.Mode, schema)
+	}
+	body := `{"name":"` + long + `","size":3}`
+	for _, want := range []string{"inv.create", "write", "POST " + recordsPath, `{"name":"nnnn`,
+		fmt.Sprintf("clipped: the body is %d bytes; the first 4096 are shown", len(body))} {
+		if !strings.Contains(q.Message, want) {
+			t.Errorf("the question %q does not state %q", clip(q.Message, 300), want)
+		}
+	}
+	if strings.Contains(q.Message, long) {
+		t.Error("the body was not clipped")
+	}
+}
+
+// TestConfirmationNewProtocol: a 2026-07-28 client is asked through a
+// multi round-trip result; its answer confirms exactly the request shown.
+func TestConfirmationNewProtocol(t *testing.T) {
+	for _, c := range []struct {
+		answer func(ctx context.Context) (*mcp.ElicitResult, error)
+		writes int
+	}{{accept(true), 1}, {func(context.Context) (*mcp.ElicitResult, error) { return &mcp.ElicitResult{Action: "decline"}, nil }, 0}} {
+		f := newInvNetBox(t)
+		a := &asker{answer: c.answer}
+		cs := connect(t, policyBridge(f, writePolicy{all: true}, "auto", io.Discard), "", &mcp.ClientOptions{ElicitationHandler: a.handle})
+		if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+			t.Fatalf("negotiated %s", v)
+		}
+		r := callInv(t, cs, "purge", map[string]any{})
+		if c.writes == 0 {
+			wantError(t, r, "not_confirmed", false)
+		} else if r.isError {
+			t.Fatal(r.text)
+		}
+		if a.asked() != 1 || f.requests(recordsPath) != c.writes {
+			t.Errorf("asked %d, %d writes; want 1 and %d", a.asked(), f.requests(recordsPath), c.writes)
+		}
+	}
+	// An answer made up without a question, or one for another request, does
+	// not confirm: the bridge asks, and sends nothing.
+	f := newInvNetBox(t)
+	s := newStdioSession(t, policyBridge(f, writePolicy{all: true}, "auto", io.Discard))
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}}`
+	for i, state := range []string{`"forged"`, `""`} {
+		s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{%s,"name":"plugin_call_tool","arguments":{"plugin":"inv","tool":"purge"},`+
+			`"inputResponses":{"confirm":{"action":"accept","content":{"confirm":true}}},"requestState":%s}}`, i+1, meta, state))
+		r := s.reply()
+		res, _ := r["result"].(map[string]any)
+		if res["inputRequests"] == nil || res["requestState"] == nil || res["isError"] == true {
+			t.Errorf("requestState %s: %v, want the question asked", state, r)
+		}
+	}
+	if n := f.requests(recordsPath); n != 0 {
+		t.Errorf("a made-up answer sent %d writes", n)
+	}
+}
+
+// auditRecords parses the JSON audit lines of log.
+func auditRecords(t *testing.T, log *bytes.Buffer) []map[string]any {
+	t.Helper()
+	var recs []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(log.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("audit line %q: %v", line, err)
+		}
+		if rec["msg"] == "write" {
+			recs = append(recs, rec)
+		}
+	}
+	return recs
+}
+
+// TestAuditRecords: one record per write decision with SPEC §13's fields;
+// reads, their dry runs and calls refused before a decision have none; no
+// secret and no body ever.
+func TestAuditRecords(t *testing.T) {
+	f := newInvNetBox(t)
+	f.handle(recordsPath, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Request-ID", "req-42")
+		if r.Method == http.MethodDelete {
+			writeJSON(w, http.StatusConflict, `{"detail": "busy"}`, false)
+			return
+		}
+		writeJSON(w, http.StatusCreated, `{"id": 7}`, false)
+	})
+	f.locked(func() { f.token = "" }) // any token
+	var log bytes.Buffer
+	b := policyBridge(f, writePolicy{entries: []string{"inv.create"}, setting: "--allow-mutations"}, "off", &log)
+	b.client.auth = "Bearer nbt_cfgkey." + secret
+	cs := connect(t, b, protocolVersions[0], nil)
+	callInv(t, cs, "search", map[string]any{})                                                         // read: none
+	callInv(t, cs, "search", map[string]any{}, "dry_run", true)                                        // read dry run: none
+	callInv(t, cs, "create", map[string]any{"bad": 1})                                                 // invalid arguments: none
+	callInv(t, cs, "nope", map[string]any{})                                                           // no such tool: none
+	callInv(t, cs, "create", map[string]any{"name": secret})                                           // dispatched
+	callInv(t, cs, "create", map[string]any{"name": "x"}, "dry_run", true)                             // dry_run
+	callInv(t, cs, "purge", map[string]any{})                                                          // mutations_disabled
+	callInv(t, cs, "create", map[string]any{"name": "y"}, "token", "nbt_callkey."+secret+"2")          // dispatched, per-call
+	b.policy = writePolicy{all: true}
+	callInv(t, cs, "purge", map[string]any{}, "token", "0123456789abcdef0123456789abcdef01234567")     // dispatched, 409: outcome unknown
+	recs := auditRecords(t, &log)
+	want := []map[string]any{
+		{"decision": "dispatched", "tool": "create", "effect": "write", "method": "POST", "status": 201.0, "request_id": "req-42", "token": "nbt_cfgkey", "token_source": "configured"},
+		{"decision": "dry_run", "tool": "create", "token": "nbt_cfgkey", "token_source": "configured"},
+		{"decision": "mutations_disabled", "tool": "purge", "effect": "destructive", "method": "DELETE"},
+		{"decision": "dispatched", "tool": "create", "token": "nbt_callkey", "token_source": "per-call"},
+		{"decision": "dispatched", "tool": "purge", "status": 409.0, "outcome": "unknown", "token": "v1", "token_source": "per-call"},
+	}
+	if len(recs) != len(want) {
+		t.Fatalf("%d audit records, want %d:\n%s", len(recs), len(want), log.String())
+	}
+	for i, w := range want {
+		for k, v := range w {
+			if recs[i][k] != v {
+				t.Errorf("record %d: %s = %v, want %v", i, k, recs[i][k], v)
+			}
+		}
+		if recs[i]["plugin"] != "inv" || recs[i]["path"] == nil || recs[i]["level"] != "INFO" {
+			t.Errorf("record %d: %v", i, recs[i])
+		}
+		if _, ok := recs[i]["duration_ms"]; ok != (recs[i]["decision"] == "dispatched") {
+			t.Errorf("record %d: duration_ms only for a dispatched call: %v", i, recs[i])
+		}
+	}
+	if strings.Contains(log.String(), secret) || strings.Contains(log.String(), "0123456789abcdef") {
+		t.Errorf("the audit log shows a secret or a body:\n%s", log.String())
 	}
 }

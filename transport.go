@@ -49,10 +49,15 @@ type config struct {
 }
 
 // describeToken names the token a request carries, its scheme and where it
-// came from, never the token: auth is a per-call Authorization or "".
-func (c *config) describeToken(auth string) string {
-	from := c.authFrom
-	if auth != "" {
+// came from, never the token: auth is a call's own Authorization, from
+// "per-call" or "http", or "" for the configured one.
+func (c *config) describeToken(auth, from string) string {
+	switch {
+	case auth == "":
+		from = c.authFrom
+	case from == "http":
+		from = "the HTTP caller's Authorization"
+	default:
 		from = "the call's token argument"
 	}
 	auth = cmp.Or(auth, c.auth)
@@ -67,11 +72,11 @@ func (c *config) describeToken(auth string) string {
 }
 
 // tokenHint says what to do when NetBox refuses a request's token.
-func (c *config) tokenHint(auth string) string {
+func (c *config) tokenHint(auth, from string) string {
 	if auth == "" && c.auth == "" {
 		return "no token was sent: set NETBOX_TOKEN (or NETBOX_TOKEN_KEY and NETBOX_TOKEN_SECRET, or a netbox-sdk profile)"
 	}
-	return "NetBox refused " + c.describeToken(auth) + ": check that it is valid, active and allowed to read plugins, or set another"
+	return "NetBox refused " + c.describeToken(auth, from) + ": check that it is valid, active and allowed to read plugins, or set another"
 }
 
 // defaultTimeout is the per-request timeout when nothing sets one.
