@@ -1345,16 +1345,16 @@ func TestAuditRecords(t *testing.T) {
 	b := policyBridge(f, writePolicy{entries: []string{"inv.create"}, setting: "--allow-mutations"}, "off", &log)
 	b.client.auth = "Bearer nbt_cfgkey." + secret
 	cs := connect(t, b, protocolVersions[0], nil)
-	callInv(t, cs, "search", map[string]any{})                                                         // read: none
-	callInv(t, cs, "search", map[string]any{}, "dry_run", true)                                        // read dry run: none
-	callInv(t, cs, "create", map[string]any{"bad": 1})                                                 // invalid arguments: none
-	callInv(t, cs, "nope", map[string]any{})                                                           // no such tool: none
-	callInv(t, cs, "create", map[string]any{"name": secret})                                           // dispatched
-	callInv(t, cs, "create", map[string]any{"name": "x"}, "dry_run", true)                             // dry_run
-	callInv(t, cs, "purge", map[string]any{})                                                          // mutations_disabled
-	callInv(t, cs, "create", map[string]any{"name": "y"}, "token", "nbt_callkey."+secret+"2")          // dispatched, per-call
+	callInv(t, cs, "search", map[string]any{})                                                // read: none
+	callInv(t, cs, "search", map[string]any{}, "dry_run", true)                               // read dry run: none
+	callInv(t, cs, "create", map[string]any{"bad": 1})                                        // invalid arguments: none
+	callInv(t, cs, "nope", map[string]any{})                                                  // no such tool: none
+	callInv(t, cs, "create", map[string]any{"name": secret})                                  // dispatched
+	callInv(t, cs, "create", map[string]any{"name": "x"}, "dry_run", true)                    // dry_run
+	callInv(t, cs, "purge", map[string]any{})                                                 // mutations_disabled
+	callInv(t, cs, "create", map[string]any{"name": "y"}, "token", "nbt_callkey."+secret+"2") // dispatched, per-call
 	b.policy = writePolicy{all: true}
-	callInv(t, cs, "purge", map[string]any{}, "token", "0123456789abcdef0123456789abcdef01234567")     // dispatched, 409: outcome unknown
+	callInv(t, cs, "purge", map[string]any{}, "token", "0123456789abcdef0123456789abcdef01234567") // dispatched, 409: outcome unknown
 	recs := auditRecords(t, &log)
 	want := []map[string]any{
 		{"decision": "dispatched", "tool": "create", "effect": "write", "method": "POST", "status": 201.0, "request_id": "req-42", "token": "nbt_cfgkey", "token_source": "configured"},
