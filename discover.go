@@ -102,8 +102,11 @@ func (e *httpStatusError) Error() string {
 	return fmt.Sprintf("GET %s: HTTP %d%s", e.url, e.status, e.detail)
 }
 
-// errNotAdvertised is a plugin root without an mcp member.
-var errNotAdvertised = errors.New("the plugin root does not advertise an MCP manifest")
+// Discovery failures that callers tell apart.
+var (
+	errNotAdvertised = errors.New("the plugin root does not advertise an MCP manifest")
+	errOtherPlugin   = errors.New("declares plugin")
+)
 
 // discoveryError assigns a discovery failure its SPEC §9 code.
 func discoveryError(slug string, err error) *bridgeError {
@@ -326,18 +329,29 @@ func (d *discovery) advertises(ctx context.Context, slug string) (advertised boo
 	return advertised, err
 }
 
-// scanOne discovers the selected plugin and fails closed on any problem. It
-// fetches the root and the manifest concurrently: one round trip.
+// scanOne discovers the selected plugin and fails closed on any problem.
 func (c *client) scanOne(ctx context.Context, slug string, opts callOptions) (*catalog, error) {
+	m, rootErr, manifestErr := c.selected(ctx, slug, opts)
+	if err := cmp.Or(rootErr, manifestErr); err != nil {
+		return nil, err
+	}
+	cat := &catalog{plugin: slug}
+	cat.add(slug, m)
+	cat.sort()
+	return cat, nil
+}
+
+// selected fetches the root and the manifest of the selected plugin at
+// once, one round trip (SPEC §3), and checks each: the manifest is used only
+// when the root advertises exactly it.
+func (c *client) selected(ctx context.Context, slug string, opts callOptions) (m *manifest, rootErr, manifestErr error) {
 	if !slugPattern.MatchString(slug) {
-		return nil, &bridgeError{Code: "invalid_request", Message: fmt.Sprintf("plugin %s is not a plugin slug (%s)", quote(slug), slugPattern)}
+		return nil, &bridgeError{Code: "invalid_request", Message: fmt.Sprintf("plugin %s is not a plugin slug (%s)", quote(slug), slugPattern)}, nil
 	}
 	d, ctx, cancel := c.newDiscovery(ctx, opts)
 	defer cancel()
-	var m *manifest
-	var merr error
 	var wg sync.WaitGroup
-	wg.Go(func() { m, merr = d.manifest(ctx, slug) })
+	wg.Go(func() { m, manifestErr = d.manifest(ctx, slug) })
 	advertised, err := d.advertises(ctx, slug)
 	if err == nil && !advertised {
 		err = errNotAdvertised
@@ -346,13 +360,28 @@ func (c *client) scanOne(ctx context.Context, slug string, opts callOptions) (*c
 		cancel() // the manifest is of no use now
 	}
 	wg.Wait()
-	if err = cmp.Or(err, merr); err != nil {
-		return nil, discoveryError(slug, err)
+	if err != nil {
+		return nil, discoveryError(slug, err), nil
 	}
-	cat := &catalog{plugin: slug}
-	cat.add(slug, m)
-	cat.sort()
-	return cat, nil
+	if manifestErr != nil {
+		return nil, nil, discoveryError(slug, manifestErr)
+	}
+	return m, nil, nil
+}
+
+// manifestError is a manifest that breaks rules of SPEC §4 and §5, with
+// every problem.
+type manifestError struct {
+	path string
+	ps   problems
+}
+
+func (e *manifestError) Error() string {
+	msg := fmt.Sprintf("manifest %s: %v", e.path, &e.ps[0])
+	if len(e.ps) > 1 {
+		msg += fmt.Sprintf(" (and %d more problems; 'netbox-plugin-bridge check' lists them)", len(e.ps)-1)
+	}
+	return msg
 }
 
 // manifest fetches and checks the manifest of slug.
@@ -361,14 +390,10 @@ func (d *discovery) manifest(ctx context.Context, slug string) (m *manifest, err
 	err = d.fetch(ctx, path, manifestLimits.bytes, func(body []byte) error {
 		var ps problems
 		if m, ps = parseManifest(body); len(ps) > 0 {
-			msg := ps[0].Error()
-			if len(ps) > 1 {
-				msg += fmt.Sprintf(" (and %d more problems; 'netbox-plugin-bridge check' lists them)", len(ps)-1)
-			}
-			return fmt.Errorf("manifest %s: %s", path, msg)
+			return &manifestError{path, ps}
 		}
 		if m.plugin != slug {
-			return fmt.Errorf("manifest %s declares plugin %s, not %s", path, quote(m.plugin), quote(slug))
+			return fmt.Errorf("manifest %s %w %s, not %s", path, errOtherPlugin, quote(m.plugin), quote(slug))
 		}
 		return nil
 	})

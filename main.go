@@ -99,17 +99,28 @@ Flags:
 ` + commonFlagsUsage,
 	"check": `Usage: netbox-plugin-bridge check MANIFEST.json... [--json]
        netbox-plugin-bridge check MANIFEST.json --tool T [--arguments JSON|@FILE] [--response JSON|@FILE] [--json]
+       netbox-plugin-bridge check --plugin P [--arguments TOOL=JSON|TOOL=@FILE]... [--json] [flags]
 
 Checks bridge-v1 manifests offline ('-' reads standard input): every problem,
 one per line, as FILE: LOCATION: MESSAGE. With --tool, also arguments or a
-response body for that tool. Exit 0 valid, 1 problems, 2 usage or unreadable input.
+response body for that tool.
+
+With --plugin, checks one plugin live on the configured NetBox, as a plugin's
+CI does: its advertisement, its manifest, that each read refuses a caller
+without a token, and each read's answer, called with its --arguments or {}.
+Writes are never sent. One line per problem, then one per tool.
+
+Exit 0 valid, 1 problems, 2 usage, unreadable input, NetBox unreachable or
+the token refused.
 
 Flags:
   --tool T                  the tool whose arguments or response to check
-  --arguments JSON|@FILE    arguments for T
+  --arguments JSON|@FILE    arguments for T; with --plugin, TOOL=JSON or TOOL=@FILE, repeated
   --response JSON|@FILE     a response body of T
-  --json                    print {"valid", "problems": [{"file", "location", "message"}]}
-`,
+  --json                    print {"valid", "problems": [{"file", "location", "message"}]};
+                            with --plugin, {"valid", "problems", "tools": [{"name", "effect", "called", "status"}]}
+  --plugin P                check the plugin P live
+` + commonFlagsUsage,
 	"version": "Usage: netbox-plugin-bridge version\n\nPrints the version and the MCP SDK version built in.\n",
 	"help":    "Usage: netbox-plugin-bridge help [COMMAND]\n\nPrints the usage, or a command's: serve, scan, check, version.\n",
 }
@@ -776,6 +787,8 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer, env envi
 	fs.Var(listValue{&o.arguments}, "arguments", "")
 	fs.StringVar(&o.response, "response", "", "")
 	fs.BoolVar(&o.json, "json", false, "")
+	fs.StringVar(&o.plugin, "plugin", "", "")
+	o.register(fs)
 	files, code, ok := parseFlags(fs, args, stdout, stderr)
 	if !ok {
 		return code
@@ -785,6 +798,12 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer, env envi
 		return exitUsage
 	}
 	switch {
+	case o.plugin != "" && (len(files) > 0 || o.tool != "" || o.response != ""):
+		return fail("--plugin checks a plugin live: give no manifest file, --tool or --response")
+	case o.plugin != "":
+		return runLiveCheck(&o, stdin, stdout, stderr, env, fail)
+	case o.demo || o.profile != "" || o.timeout != 0 || o.allowMutations.set:
+		return fail("--demo, --profile, --timeout and --allow-mutations go with --plugin")
 	case len(files) == 0:
 		return fail("give one or more manifest files, or - for standard input")
 	case o.tool == "" && (len(o.arguments) > 0 || o.response != ""):
@@ -922,6 +941,181 @@ func toolIndex(loc string) (int, bool) {
 	}
 	i, err := strconv.Atoi(rest[:end])
 	return i, err == nil
+}
+
+// ---- check --plugin (SPEC §15) ----
+
+// liveTool is the summary of one tool in a live check.
+type liveTool struct {
+	Name   string `json:"name"`
+	Effect string `json:"effect"`
+	Called bool   `json:"called"`
+	Status *int   `json:"status"`
+	note   string
+}
+
+// runLiveCheck checks one plugin on the configured NetBox from outside, as
+// the bridge v1 author checklist asks, and never sends a write: its
+// advertisement, its manifest, that each read refuses a caller without a
+// token, and each read's answer.
+func runLiveCheck(o *options, stdin io.Reader, stdout, stderr io.Writer, env environment, fail func(string, ...any) int) int {
+	given := map[string]string{}
+	for _, a := range o.arguments {
+		name, value, ok := strings.Cut(a, "=")
+		if !ok || name == "" {
+			return fail("--arguments %s: give TOOL=JSON or TOOL=@FILE", quote(clip(a, 60)))
+		}
+		data, err := documentArgument("--arguments "+name, value, stdin)
+		if err != nil {
+			return fail("%v", err)
+		}
+		given[name] = string(data)
+	}
+	cfg, stop, warnings, err := startConfig(o, env)
+	defer stop()
+	if err != nil {
+		return fail("%v", err)
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "netbox-plugin-bridge check: warning: %s\n", w)
+	}
+	fmt.Fprintf(stderr, "netbox-plugin-bridge check: plugin %s on NetBox %s, %s\n", quote(o.plugin), cfg.base, cfg.describeToken("", ""))
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	c := newClient(cfg)
+	var ps problems
+	m, rootErr, manifestErr := c.selected(ctx, o.plugin, callOptions{})
+	var te *transportError
+	var hs *httpStatusError
+	var me *manifestError
+	switch {
+	case errors.As(rootErr, &te) && te.resp == nil, errors.As(rootErr, &hs) && (hs.status == http.StatusUnauthorized || hs.status == http.StatusForbidden):
+		fmt.Fprintf(stderr, "netbox-plugin-bridge check: %v\n", rootErr)
+		return exitUsage // nothing could be checked: NetBox unreachable, or the token refused
+	case rootErr != nil:
+		ps.add("advertisement", "%v", rootErr)
+	case errors.As(manifestErr, &me):
+		for _, p := range me.ps {
+			p.Location = strings.TrimSuffix("manifest."+p.Location, ".")
+			ps.put(p)
+		}
+	case errors.Is(manifestErr, errOtherPlugin):
+		ps.add("advertisement", "%v", manifestErr)
+	case manifestErr != nil:
+		ps.add("manifest", "%v", manifestErr)
+	}
+	var tools []liveTool
+	if len(ps) == 0 {
+		cat := &catalog{plugin: o.plugin}
+		cat.add(o.plugin, m)
+		for name := range given {
+			if _, err := cat.find(name); err != nil {
+				return fail("--arguments %s: %v", name, err)
+			}
+		}
+		for _, ct := range cat.tools {
+			tools = append(tools, checkTool(ctx, c, ct, given, &ps))
+		}
+	}
+	return printLiveCheck(stdout, o.json, ps, tools)
+}
+
+// checkTool checks one tool live: a read is probed without a token and
+// called with its arguments; a write is shown as its dry run, never sent.
+func checkTool(ctx context.Context, c *client, ct catalogTool, given map[string]string, ps *problems) liveTool {
+	t := ct.tool
+	lt := liveTool{Name: t.name, Effect: t.effect}
+	at := "tools." + t.name
+	args, hasArgs := given[t.name]
+	if !hasArgs {
+		args = "{}"
+	}
+	err := t.input.validateBytes([]byte(args), instanceLimits, at+".arguments")
+	switch {
+	case t.effect != "read":
+		lt.note = fmt.Sprintf("not sent; its dry run: %s %s", t.method, ct.requestPath)
+		return lt
+	case err != nil && hasArgs:
+		ps.addErr(err)
+		lt.note = "not called: its --arguments are invalid"
+		return lt
+	case err != nil:
+		lt.note = fmt.Sprintf("not called: it needs arguments; give --arguments %s=JSON", t.name)
+		return lt
+	}
+	p, _ := prepare(ct, build([]byte(args)), callOptions{})
+	anon := p.req
+	anon.anon = true
+	if !hasArgs {
+		anon.query = ""
+	}
+	if resp, err := c.do(ctx, anon); err != nil && resp == nil {
+		ps.add(at+".anonymous", "%v", err)
+	} else {
+		resp.release()
+		switch {
+		case resp.status >= 200 && resp.status <= 299:
+			ps.add(at+".anonymous", "answered %d without a NetBox token; the target view must enforce NetBox permissions", resp.status)
+		case resp.status != http.StatusUnauthorized && resp.status != http.StatusForbidden:
+			ps.add(at+".anonymous", "answered %d; expected 401 or 403 without a token", resp.status)
+		}
+	}
+	resp, err := c.do(ctx, p.req)
+	if resp == nil {
+		ps.add(at+".response", "%v", err)
+		return lt
+	}
+	defer resp.release()
+	lt.Called, lt.Status = true, &resp.status
+	switch {
+	case resp.status < 200 || resp.status > 299:
+		body, _ := decode(resp.body, instanceLimits)
+		ps.add(at+".response", "answered %d%s", resp.status, detail(body))
+	case err != nil:
+		ps.add(at+".response", "%v", err)
+	case t.method != http.MethodHead && resp.status != http.StatusNoContent && resp.status != http.StatusResetContent:
+		if err := t.output.validateBytes(resp.body, instanceLimits, at+".response"); err != nil {
+			ps.addErr(err)
+		}
+	}
+	return lt
+}
+
+// printLiveCheck prints the problems, then a line per tool, or the JSON
+// document of SPEC §15, and returns the exit code.
+func printLiveCheck(w io.Writer, asJSON bool, ps problems, tools []liveTool) int {
+	if asJSON {
+		type located struct {
+			Location string `json:"location"`
+			Message  string `json:"message"`
+		}
+		out := struct {
+			Valid    bool       `json:"valid"`
+			Problems []located  `json:"problems"`
+			Tools    []liveTool `json:"tools"`
+		}{len(ps) == 0, []located{}, append([]liveTool{}, tools...)}
+		for _, p := range ps {
+			out.Problems = append(out.Problems, located{p.Location, p.Message})
+		}
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		enc.Encode(out)
+	} else {
+		for _, p := range ps {
+			fmt.Fprintln(w, p.Error())
+		}
+		for _, t := range tools {
+			if t.Called {
+				t.note = fmt.Sprintf("called: %d", *t.Status)
+			}
+			fmt.Fprintf(w, "%s (%s): %s\n", t.Name, t.Effect, t.note)
+		}
+	}
+	if len(ps) > 0 {
+		return exitInvalid
+	}
+	return exitOK
 }
 
 // ---- the built-in demo NetBox ----

@@ -807,7 +807,7 @@ func TestHelp(t *testing.T) {
 	for name, flags := range map[string][]string{
 		"serve": {"--profile", "--demo", "--timeout", "--allow-mutations", "--confirm", "--log-format"},
 		"scan":  {"--plugin", "--json", "--profile", "--demo", "--timeout"},
-		"check": {"--tool", "--arguments", "--response", "--json"},
+		"check": {"--tool", "--arguments", "--response", "--json", "--plugin", "--profile", "--demo", "--timeout"},
 	} {
 		for _, f := range append(flags, name) {
 			if !strings.Contains(commandUsage[name], f) {
@@ -1333,5 +1333,230 @@ func TestNegativeTimeoutReportedFirst(t *testing.T) {
 		if code := run(args, strings.NewReader(""), &out, &errOut, osEnvironment()); code != exitUsage || !strings.Contains(errOut.String(), `--timeout "-1s": is not`) {
 			t.Errorf("%v: %d %q", args, code, errOut.String())
 		}
+	}
+}
+
+// ---- check --plugin (SPEC §15) ----
+
+// liveNetBox is a fake NetBox with the plugin "good", which follows the
+// author checklist: its reads refuse a caller without a token, answer with a
+// token, and match their outputSchema.
+func liveNetBox(t *testing.T) *fakeNetBox {
+	f := newFakeNetBox(t)
+	list := readTool("list")
+	list.OutputSchema = json.RawMessage(`{"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]}`)
+	item := readTool("item")
+	item.InputSchema = json.RawMessage(`{"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"], "additionalProperties": false}`)
+	drop := writeTool("drop")
+	drop.Method, drop.Effect, drop.Annotations = "DELETE", "destructive", toolAnnotations{DestructiveHint: true}
+	f.addPlugin("good", list, item, writeTool("make"), drop)
+	for _, path := range []string{"list/", "item/", "make/", "drop/"} {
+		f.handle("/api/plugins/good/"+path, func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Authorization") == "" {
+				writeJSON(w, http.StatusForbidden, `{"detail": "Authentication credentials were not provided."}`, false)
+				return
+			}
+			writeJSON(w, http.StatusOK, `{"count": 2}`, false)
+		})
+	}
+	return f
+}
+
+// noWrites fails when any write method reached the fake NetBox.
+func noWrites(t *testing.T, name string, f *fakeNetBox) {
+	t.Helper()
+	for _, r := range f.requestLog() {
+		if r.method != http.MethodGet && r.method != http.MethodHead {
+			t.Errorf("%s: %s %s reached NetBox", name, r.method, r.path)
+		}
+	}
+}
+
+func TestLiveCheck(t *testing.T) {
+	argsFile := filepath.Join(t.TempDir(), "item.json")
+	os.WriteFile(argsFile, []byte(`{"id": 3}`), 0o600)
+	fine := []string{"list (read): called: 200", "item (read): not called: it needs arguments; give --arguments item=JSON",
+		"make (write): not sent; its dry run: POST /api/plugins/good/make/", "drop (destructive): not sent; its dry run: DELETE /api/plugins/good/drop/"}
+	status := func(code int, body string) func(f *fakeNetBox) {
+		return func(f *fakeNetBox) {
+			f.handle("/api/plugins/good/list/", func(w http.ResponseWriter, r *http.Request) {
+				if r.Header.Get("Authorization") == "" {
+					writeJSON(w, http.StatusForbidden, `{"detail": "no"}`, false)
+					return
+				}
+				writeJSON(w, code, body, false)
+			})
+		}
+	}
+	anonymous := func(code int) func(f *fakeNetBox) {
+		return func(f *fakeNetBox) {
+			f.handle("/api/plugins/good/list/", func(w http.ResponseWriter, r *http.Request) {
+				if r.Header.Get("Authorization") == "" {
+					w.WriteHeader(code)
+					return
+				}
+				writeJSON(w, http.StatusOK, `{"count": 1}`, false)
+			})
+		}
+	}
+	cases := []struct {
+		name  string
+		setup func(f *fakeNetBox)
+		args  []string
+		code  int
+		want  []string // lines of stdout, in order ("" ends the list: nothing after)
+	}{
+		{"follows the checklist", nil, nil, exitOK, fine},
+		{"arguments as JSON", nil, []string{"--arguments", `item={"id": 3}`}, exitOK, []string{"list (read): called: 200", "item (read): called: 200"}},
+		{"arguments from a file", nil, []string{"--arguments", "item=@" + argsFile}, exitOK, []string{"item (read): called: 200"}},
+		{"invalid arguments", nil, []string{"--arguments", `item={"id": "x"}`}, exitInvalid,
+			[]string{"tools.item.arguments.id: expected integer, got string", "item (read): not called"}},
+		{"wrong advertisement", func(f *fakeNetBox) {
+			f.plugin("good", func(p *fakePlugin) { p.root = `{"mcp": {"schema_version": "2", "manifest": "/api/plugins/good/mcp/"}}` })
+		}, nil, exitInvalid, []string{`advertisement: plugin "good": invalid mcp advertisement`, ""}},
+		{"no advertisement", func(f *fakeNetBox) { f.plugin("good", func(p *fakePlugin) { p.root = `{"widgets": "x"}` }) }, nil, exitInvalid,
+			[]string{"advertisement: plugin \"good\": the plugin root does not advertise an MCP manifest", ""}},
+		{"no plugin root", func(f *fakeNetBox) { f.handle("/api/plugins/good/", func(w http.ResponseWriter, r *http.Request) { htmlNotFound(w) }) }, nil, exitInvalid,
+			[]string{`advertisement: NetBox has no API root for plugin "good"`, ""}},
+		{"manifest of another plugin", func(f *fakeNetBox) {
+			f.plugin("good", func(p *fakePlugin) { p.manifest = strings.Replace(p.manifest, `"plugin":"good"`, `"plugin":"other"`, 1) })
+		}, nil, exitInvalid, []string{`advertisement: manifest /api/plugins/good/mcp/ declares plugin "other", not "good"`, ""}},
+		{"manifest problems", func(f *fakeNetBox) {
+			f.plugin("good", func(p *fakePlugin) {
+				p.manifest = strings.Replace(strings.Replace(p.manifest, `"method":"GET"`, `"method":"get"`, 1), `"path":"make/"`, `"path":"/make"`, 1)
+			})
+		}, nil, exitInvalid, []string{`manifest.tools[0].method: "get" is not one of`, `manifest.tools[2].path: "/make": `, ""}},
+		{"manifest not JSON", func(f *fakeNetBox) { f.plugin("good", func(p *fakePlugin) { p.manifest = `{"tools": [1,]}` }) }, nil, exitInvalid,
+			[]string{"manifest.tools[1]: invalid JSON at line 1, column 14", ""}},
+		{"anonymous 200", anonymous(http.StatusOK), nil, exitInvalid,
+			[]string{"tools.list.anonymous: answered 200 without a NetBox token; the target view must enforce NetBox permissions"}},
+		{"anonymous 404", anonymous(http.StatusNotFound), nil, exitInvalid,
+			[]string{"tools.list.anonymous: answered 404; expected 401 or 403 without a token"}},
+		{"anonymous 401", anonymous(http.StatusUnauthorized), nil, exitOK, fine},
+		{"body breaks outputSchema", status(200, `{"count": "two"}`), nil, exitInvalid,
+			[]string{"tools.list.response.count: expected integer, got string", "list (read): called: 200"}},
+		{"500", status(500, `{"detail": "boom"}`), nil, exitInvalid, []string{`tools.list.response: answered 500: "boom"`, "list (read): called: 500"}},
+		{"duplicate key", status(200, `{"count": 1, "count": 2}`), nil, exitInvalid, []string{`tools.list.response: invalid JSON at line 1, column 14`}},
+		{"not JSON", status(200, `<html>`), nil, exitInvalid, []string{"tools.list.response: invalid JSON at line 1, column 1"}},
+	}
+	for _, c := range cases {
+		f := liveNetBox(t)
+		if c.setup != nil {
+			c.setup(f)
+		}
+		scanEnv(t, map[string]string{"NETBOX_URL": f.URL, "NETBOX_TOKEN": fakeToken})
+		code, out, errOut := runCLI(t, append([]string{"check", "--plugin", "good"}, c.args...)...)
+		if code != c.code {
+			t.Errorf("%s: exit %d, want %d\n%s%s", c.name, code, c.code, out, errOut)
+		}
+		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		i := 0
+		for _, w := range c.want {
+			for i < len(lines) && (w == "" || !strings.HasPrefix(lines[i], w)) {
+				i++
+			}
+			if w == "" && len(lines) > 0 && strings.Contains(out, "(read)") {
+				t.Errorf("%s: tools were checked after a bad advertisement or manifest:\n%s", c.name, out)
+			}
+			if w != "" && i == len(lines) {
+				t.Errorf("%s: no line %q (in this order) in\n%s", c.name, w, out)
+			}
+		}
+		noWrites(t, c.name, f)
+		if c.name == "arguments as JSON" {
+			var anon, authed int
+			for _, r := range f.requestLog() {
+				if r.path == "/api/plugins/good/item/" && r.query == "id=3" {
+					if r.header.Get("Authorization") == "" {
+						anon++
+					} else {
+						authed++
+					}
+				}
+			}
+			if anon != 1 || authed != 1 {
+				t.Errorf("%s: %d anonymous and %d authorized item requests with id=3, want 1 and 1", c.name, anon, authed)
+			}
+		}
+	}
+}
+
+// TestLiveCheckCannotCheck: exit 2 when nothing could be checked.
+func TestLiveCheckCannotCheck(t *testing.T) {
+	f := liveNetBox(t)
+	for _, c := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"unreachable", map[string]string{"NETBOX_URL": refusedURL(t), "NETBOX_TOKEN": fakeToken}, nil, "refused"},
+		{"token refused", map[string]string{"NETBOX_URL": f.URL, "NETBOX_TOKEN": secretV1}, nil, "HTTP 403"},
+		{"no URL", nil, nil, "no NetBox URL"},
+		{"arguments without =", map[string]string{"NETBOX_URL": f.URL, "NETBOX_TOKEN": fakeToken}, []string{"--arguments", "item"}, "give TOOL=JSON or TOOL=@FILE"},
+		{"arguments of no tool", map[string]string{"NETBOX_URL": f.URL, "NETBOX_TOKEN": fakeToken}, []string{"--arguments", "nope={}"},
+			`plugin "good" has no tool "nope"; it has: list, item, make, drop`},
+		{"a manifest file too", map[string]string{"NETBOX_URL": f.URL, "NETBOX_TOKEN": fakeToken}, []string{"testdata/manifest-valid.json"}, "give no manifest file"},
+	} {
+		scanEnv(t, c.env)
+		code, out, errOut := runCLI(t, append([]string{"check", "--plugin", "good"}, c.args...)...)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, c.want) {
+			t.Errorf("%s: %d %q %q, want exit 2 and %q", c.name, code, out, errOut, c.want)
+		}
+	}
+	noWrites(t, "exit 2", f)
+}
+
+// TestLiveCheckJSON: SPEC §15's document, decoded strictly.
+func TestLiveCheckJSON(t *testing.T) {
+	f := liveNetBox(t)
+	status := 0
+	f.handle("/api/plugins/good/list/", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, `{"count": 1}`, false) })
+	scanEnv(t, map[string]string{"NETBOX_URL": f.URL, "NETBOX_TOKEN": fakeToken})
+	code, out, _ := runCLI(t, "check", "--plugin", "good", "--json")
+	if _, err := decode([]byte(out), rootLimits); err != nil {
+		t.Fatalf("not strict JSON: %v\n%s", err, out)
+	}
+	var doc struct {
+		Valid    bool `json:"valid"`
+		Problems []struct {
+			Location string `json:"location"`
+			Message  string `json:"message"`
+		} `json:"problems"`
+		Tools []struct {
+			Name   string `json:"name"`
+			Effect string `json:"effect"`
+			Called bool   `json:"called"`
+			Status *int   `json:"status"`
+		} `json:"tools"`
+	}
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil || code != exitInvalid || doc.Valid || len(doc.Problems) != 1 ||
+		doc.Problems[0].Location != "tools.list.anonymous" || len(doc.Tools) != 4 {
+		t.Fatalf("%d %v %+v\n%s", code, err, doc, out)
+	}
+	for _, tl := range doc.Tools {
+		if tl.Name == "list" {
+			status = *tl.Status
+		}
+		if (tl.Status != nil) != tl.Called || tl.Called != (tl.Name == "list") {
+			t.Errorf("tool %+v", tl)
+		}
+	}
+	if status != 200 || !strings.Contains(out, `"status": null`) {
+		t.Errorf("statuses in\n%s", out)
+	}
+	noWrites(t, "json", f)
+}
+
+// TestLiveCheckDemo: SPEC §15, the demo's example passes, broken fails.
+func TestLiveCheckDemo(t *testing.T) {
+	t.Parallel()
+	if code, out, errOut := runCLI(t, "check", "--plugin", "example", "--demo"); code != exitOK || !strings.Contains(out, "list_reports (read): called: 200") {
+		t.Errorf("check --plugin example --demo: %d\n%s%s", code, out, errOut)
+	}
+	if code, out, _ := runCLI(t, "check", "--plugin", "broken", "--demo"); code != exitInvalid || !strings.HasPrefix(out, "manifest.tools[0].method: ") {
+		t.Errorf("check --plugin broken --demo: %d\n%s", code, out)
 	}
 }

@@ -207,6 +207,7 @@ type request struct {
 	body   []byte        // JSON body, nil for none
 	header http.Header   // caller headers of this call
 	auth   string        // per-call Authorization, overrides the configured one
+	anon   bool          // no Authorization at all (check --plugin's permission probe)
 	limit  int           // body size limit
 	budget *atomic.Int64 // aggregate discovery bytes left, nil for targets
 }
@@ -263,7 +264,7 @@ func (c *client) do(ctx context.Context, req request) (*response, error) {
 	}
 	hr.Header.Set("Accept", "application/json")
 	hr.Header.Set("User-Agent", c.userAgent)
-	if auth := cmp.Or(req.auth, c.auth); auth != "" {
+	if auth := cmp.Or(req.auth, c.auth); auth != "" && !req.anon {
 		hr.Header.Set("Authorization", auth)
 	}
 	if req.body != nil {
