@@ -1416,10 +1416,14 @@ func TestLiveCheck(t *testing.T) {
 		}, nil, exitInvalid, []string{`advertisement: plugin "good": invalid mcp advertisement`, ""}},
 		{"no advertisement", func(f *fakeNetBox) { f.plugin("good", func(p *fakePlugin) { p.root = `{"widgets": "x"}` }) }, nil, exitInvalid,
 			[]string{"advertisement: plugin \"good\": the plugin root does not advertise an MCP manifest", ""}},
-		{"no plugin root", func(f *fakeNetBox) { f.handle("/api/plugins/good/", func(w http.ResponseWriter, r *http.Request) { htmlNotFound(w) }) }, nil, exitInvalid,
+		{"no plugin root", func(f *fakeNetBox) {
+			f.handle("/api/plugins/good/", func(w http.ResponseWriter, r *http.Request) { htmlNotFound(w) })
+		}, nil, exitInvalid,
 			[]string{`advertisement: NetBox has no API root for plugin "good"`, ""}},
 		{"manifest of another plugin", func(f *fakeNetBox) {
-			f.plugin("good", func(p *fakePlugin) { p.manifest = strings.Replace(p.manifest, `"plugin":"good"`, `"plugin":"other"`, 1) })
+			f.plugin("good", func(p *fakePlugin) {
+				p.manifest = strings.Replace(p.manifest, `"plugin":"good"`, `"plugin":"other"`, 1)
+			})
 		}, nil, exitInvalid, []string{`advertisement: manifest /api/plugins/good/mcp/ declares plugin "other", not "good"`, ""}},
 		{"manifest problems", func(f *fakeNetBox) {
 			f.plugin("good", func(p *fakePlugin) {
