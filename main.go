@@ -16,6 +16,8 @@ package main
 import (
 	"cmp"
 	"context"
+	"crypto/subtle"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -41,6 +43,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 const usage = `netbox-plugin-bridge: NetBox plugin operations for MCP clients (bridge v1).
@@ -86,6 +90,14 @@ Flags:
   --confirm MODE            ask the human before a write: auto (destructive tools, when
                             the client can ask), destructive, writes, off ($NETBOX_MCP_CONFIRM)
   --log-format text|json    the stderr log, write audit records included (default text)
+  --http ADDR               serve stateless streamable HTTP at ADDR/mcp instead of stdio
+                            (as in 127.0.0.1:8080 or :8080), and GET /healthz
+  --tls-cert FILE, --tls-key FILE
+                            serve HTTPS
+  --auth-token-file FILE    the bearer token HTTP callers present when a NetBox token is
+                            configured (chmod 600; else $NETBOX_MCP_AUTH_TOKEN). Without a
+                            configured NetBox token, each caller sends their own:
+                            Authorization: Bearer nbt_KEY.SECRET, or Token V1TOKEN
 `,
 	"scan": `Usage: netbox-plugin-bridge scan [--plugin P] [--json] [flags]
 
@@ -281,6 +293,7 @@ func editDistance(a, b string) int {
 // options are the flags of every command; each registers those it takes.
 type options struct {
 	profile, plugin, confirm, logFormat string
+	http, tlsCert, tlsKey, authFile     string
 	allowMutations                      optionalValue
 	timeout                             time.Duration
 	demo, json                          bool
@@ -619,14 +632,28 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer, env envi
 	o.register(fs)
 	fs.StringVar(&o.confirm, "confirm", "", "")
 	fs.StringVar(&o.logFormat, "log-format", "text", "")
-	if _, code, ok := parseFlags(fs, args, stdout, stderr); !ok {
-		return code
-	} else if o.logFormat != "text" && o.logFormat != "json" {
-		fmt.Fprintf(stderr, "netbox-plugin-bridge serve: --log-format %s is not text or json\n", quote(o.logFormat))
+	fs.StringVar(&o.http, "http", "", "")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "")
+	fs.StringVar(&o.authFile, "auth-token-file", "", "")
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "netbox-plugin-bridge serve: "+format+"\n", a...)
 		return exitUsage
 	}
+	switch positional, code, ok := parseFlags(fs, args, stdout, stderr); {
+	case !ok:
+		return code
+	case len(positional) > 0:
+		return fail("unexpected argument %q; run 'netbox-plugin-bridge help serve'", positional[0])
+	case o.logFormat != "text" && o.logFormat != "json":
+		return fail("--log-format %s is not text or json", quote(o.logFormat))
+	case (o.tlsCert == "") != (o.tlsKey == ""):
+		return fail("--tls-cert and --tls-key go together: give both, or neither")
+	case o.http == "" && (o.tlsCert != "" || o.authFile != ""):
+		return fail("--tls-cert, --tls-key and --auth-token-file go with --http")
+	}
 	logger := newLogger(stderr, o.logFormat, slog.LevelInfo)
-	if f, ok := stdin.(*os.File); ok {
+	if f, ok := stdin.(*os.File); ok && o.http == "" {
 		if info, err := f.Stat(); err == nil && info.Mode()&os.ModeCharDevice != 0 {
 			logger.Info("this is an MCP stdio server: register it in an MCP client, or try 'netbox-plugin-bridge scan --demo' and 'netbox-plugin-bridge help'")
 		}
@@ -647,7 +674,11 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer, env envi
 	b := &bridge{client: newClient(cfg), cfgErr: err, policy: policy, confirm: confirm, audit: logger}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	err = serveStdio(ctx, newMCPServer(b, newLogger(stderr, o.logFormat, slog.LevelWarn)), stdin, stdout)
+	server := newMCPServer(b, newLogger(stderr, o.logFormat, slog.LevelWarn))
+	if o.http != "" {
+		return serveHTTP(ctx, &o, env, server, cfg.auth != "", logger, fail)
+	}
+	err = serveStdio(ctx, server, stdin, stdout)
 	switch {
 	case err != nil:
 		logger.Error("the MCP session failed", "error", err)
@@ -659,6 +690,144 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer, env envi
 	}
 	return exitOK
 }
+
+// HTTP bounds (SPEC §14).
+const (
+	httpBodyLimit = 4 << 20
+	httpInFlight  = 64
+	drainTimeout  = 30 * time.Second
+)
+
+// serveHTTP serves MCP streamable HTTP at /mcp, stateless, until ctx ends,
+// then drains. shared tells the identity mode: true when a NetBox token is
+// configured, so callers must present the MCP bearer token instead of their
+// own NetBox token.
+func serveHTTP(ctx context.Context, o *options, env environment, server *mcp.Server, shared bool, logger *slog.Logger, fail func(string, ...any) int) int {
+	var bearer string
+	if shared {
+		bearer = env.getenv("NETBOX_MCP_AUTH_TOKEN")
+		if o.authFile != "" {
+			data, err := env.readFile(o.authFile)
+			if err != nil {
+				return fail("--auth-token-file: %v", err)
+			}
+			bearer = strings.TrimSuffix(string(data), "\n")
+		}
+		if bearer == "" || hasControl(bearer) {
+			return fail("a NetBox token is configured, so every HTTP caller would act with it: set NETBOX_MCP_AUTH_TOKEN (or --auth-token-file) to the token callers must present, or leave the NetBox token out so that each caller brings their own")
+		}
+	}
+	var certs []tls.Certificate
+	if o.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
+		if err != nil {
+			return fail("--tls-cert and --tls-key: %v", err)
+		}
+		certs = append(certs, cert)
+	}
+	ln, err := net.Listen("tcp", o.http)
+	if err != nil {
+		return fail("--http %s: %v", o.http, err)
+	}
+	if host, _, _ := net.SplitHostPort(o.http); certs == nil && !loopback(host) {
+		logger.Warn("listening on " + o.http + " without TLS: tokens cross the network in clear unless TLS terminates in front")
+	}
+	srv := &http.Server{Handler: httpHandler(server, bearer, logger), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
+		ErrorLog: log.New(io.Discard, "", 0)}
+	if certs != nil {
+		srv.TLSConfig = &tls.Config{Certificates: certs, MinVersion: tls.VersionTLS12}
+		ln = tls.NewListener(ln, srv.TLSConfig)
+	}
+	scheme, identity := "http", "each caller's own NetBox token"
+	if certs != nil {
+		scheme = "https"
+	}
+	if shared {
+		identity = "the configured NetBox token, for callers with the MCP bearer token"
+	}
+	logger.Info("serving MCP over streamable HTTP", "url", scheme+"://"+ln.Addr().String()+"/mcp", "identity", identity)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		logger.Error("the HTTP server failed", "error", err)
+		return exitInvalid
+	case <-ctx.Done():
+	}
+	logger.Info("stopping: no new connections; requests in flight may finish", "within", drainTimeout)
+	drain, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	if err := srv.Shutdown(drain); err != nil {
+		srv.Close() // cancels what remains
+		logger.Info("stopped; requests still in flight after the drain were cancelled")
+		return exitOK
+	}
+	logger.Info("stopped; every request in flight was answered")
+	return exitOK
+}
+
+// loopback reports whether a listening host is reachable only from this
+// machine.
+func loopback(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "localhost" || ip != nil && ip.IsLoopback()
+}
+
+// httpHandler is the HTTP front of the MCP server: /healthz for load
+// balancers, and /mcp behind cross-origin protection, the caller's
+// authentication and the in-flight bound, each refusal made before any MCP
+// processing or NetBox request. Every request gets one access-log record.
+func httpHandler(server *mcp.Server, bearer string, logger *slog.Logger) http.Handler {
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+		&mcp.StreamableHTTPOptions{Stateless: true, MaxRequestBodyBytes: httpBodyLimit})
+	inFlight := make(chan struct{}, httpInFlight)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	mux.Handle("/mcp", http.NewCrossOriginProtection().Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		caller := httpCaller{remote: r.RemoteAddr}
+		ok := false
+		if bearer == "" {
+			caller.auth, ok = callerAuthorization(r.Header.Get("Authorization"))
+		} else if scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " "); strings.EqualFold(scheme, "Bearer") {
+			ok = subtle.ConstantTimeCompare([]byte(token), []byte(bearer)) == 1
+		}
+		if !ok {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			http.Error(w, "an Authorization header with a valid token is required", http.StatusUnauthorized)
+			return
+		}
+		select {
+		case inFlight <- struct{}{}:
+			defer func() { <-inFlight }()
+		default:
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "too many requests in flight; retry in a second", http.StatusServiceUnavailable)
+			return
+		}
+		mcpHandler.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, caller)))
+	})))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		mux.ServeHTTP(rec, r)
+		logger.Info("http", "method", r.Method, "path", clip(r.URL.Path, 100), "status", rec.status,
+			"duration_ms", time.Since(start).Milliseconds(), "remote", r.RemoteAddr)
+	})
+}
+
+// statusRecorder remembers the status of a response for the access log.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(status int) {
+	r.status = status
+	r.ResponseWriter.WriteHeader(status)
+}
+
+func (r *statusRecorder) Flush()                      { http.NewResponseController(r.ResponseWriter).Flush() }
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // newLogger logs to w in the text or JSON form of log/slog.
 func newLogger(w io.Writer, format string, level slog.Level) *slog.Logger {

@@ -4,19 +4,26 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -1562,5 +1569,470 @@ func TestLiveCheckDemo(t *testing.T) {
 	}
 	if code, out, _ := runCLI(t, "check", "--plugin", "broken", "--demo"); code != exitInvalid || !strings.HasPrefix(out, "manifest.tools[0].method: ") {
 		t.Errorf("check --plugin broken --demo: %d\n%s", code, out)
+	}
+}
+
+// ---- serve --http (SPEC §14) ----
+
+// httpBridge serves the bridge of f over an httptest server through the
+// HTTP front, with bearer "" for the caller-token mode; its access and
+// audit records go to log.
+func httpBridge(t *testing.T, f *fakeNetBox, shared bool, bearer string, log io.Writer) *httptest.Server {
+	t.Helper()
+	b := newBridge(f, true)
+	b.audit = slog.New(slog.NewJSONHandler(log, nil))
+	if !shared {
+		b.client.auth = "" // no configured token: each caller brings their own
+	}
+	srv := httptest.NewServer(httpHandler(newMCPServer(b, slog.New(slog.NewTextHandler(io.Discard, nil))), bearer, slog.New(slog.NewJSONHandler(log, nil))))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// headerTransport adds an Authorization header to every request.
+type headerTransport struct{ auth string }
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", h.auth)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// httpSession connects a go-sdk client to url with an Authorization header.
+func httpSession(t *testing.T, url, auth, version string) *mcp.ClientSession {
+	t.Helper()
+	transport := &mcp.StreamableClientTransport{Endpoint: url + "/mcp", HTTPClient: &http.Client{Transport: headerTransport{auth}}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(), transport,
+		&mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatalf("connect with %q: %v", clip(auth, 12), err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// postMCP sends one raw JSON-RPC message to /mcp.
+func postMCP(t *testing.T, url string, header http.Header, body string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// TestHTTPCallerTokens: the caller's own NetBox token is used for every
+// NetBox request of that MCP request; two callers interleaved never see
+// each other's token.
+func TestHTTPCallerTokens(t *testing.T) {
+	f := newInvNetBox(t)
+	f.locked(func() { f.token = "" })
+	var log bytes.Buffer
+	srv := httpBridge(t, f, false, "", &log)
+	tokens := []string{"Bearer nbt_alice1." + secret + "A", "Token " + strings.Repeat("b0b", 13) + "b"}
+	sessions := []*mcp.ClientSession{httpSession(t, srv.URL, tokens[0], protocolVersions[0]), httpSession(t, srv.URL, strings.ToLower(tokens[1][:1])+tokens[1][1:], "")}
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			cs := sessions[i%2]
+			tool, args := "search", map[string]any{"q": fmt.Sprint(i % 2)}
+			if i%5 == 0 {
+				tool, args = "create", map[string]any{"name": fmt.Sprint(i % 2)}
+			}
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "plugin_call_tool",
+				Arguments: map[string]any{"plugin": "inv", "tool": tool, "arguments": args, "header": []string{fmt.Sprintf("X-Caller: %d", i%2)}}})
+			if err != nil || res.IsError {
+				t.Errorf("call %d: %v %+v", i, err, res)
+			}
+		})
+	}
+	wg.Wait()
+	log0 := f.requestLog()
+	if len(log0) != 20*3 {
+		t.Errorf("%d NetBox requests, want 60 (root, manifest, target)", len(log0))
+	}
+	for _, r := range log0 {
+		who, _ := strconv.Atoi(r.header.Get("X-Caller"))
+		if got := r.header.Get("Authorization"); got != tokens[who] {
+			t.Errorf("%s %s of caller %d carried %q, want its own %q", r.method, r.path, who, clip(got, 20), clip(tokens[who], 20))
+		}
+	}
+	// The per-call token is refused: the HTTP identity is the identity.
+	r := call(t, sessions[0], "plugin_call_tool", map[string]any{"plugin": "inv", "tool": "search", "token": "nbt_x.y"})
+	wantError(t, r, "invalid_request", false)
+	// Audit: token_source http, the caller's key, the peer address.
+	recs := auditRecords(t, &log)
+	if len(recs) != 4 {
+		t.Fatalf("%d audit records, want 4", len(recs))
+	}
+	for _, rec := range recs {
+		if rec["token_source"] != "http" || !strings.HasPrefix(rec["remote"].(string), "127.0.0.1:") ||
+			rec["token"] != "nbt_alice1" && rec["token"] != "v1" {
+			t.Errorf("audit %v", rec)
+		}
+	}
+	if strings.Contains(log.String(), secret) || strings.Contains(log.String(), "b0bb0b") {
+		t.Errorf("a token reached the log:\n%s", log.String())
+	}
+}
+
+// TestHTTPUnauthorized: a missing or malformed Authorization is answered 401
+// with WWW-Authenticate: Bearer, before any MCP processing and without a
+// NetBox request; /healthz needs none.
+func TestHTTPUnauthorized(t *testing.T) {
+	f := newInvNetBox(t)
+	caller := httpBridge(t, f, false, "", io.Discard)
+	shared := httpBridge(t, f, true, "mcp-"+secret, io.Discard)
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	for _, c := range []struct {
+		url  string
+		auth []string
+	}{
+		{caller.URL, []string{"", "Bearer", "Bearer ", "Bearer abc", "Bearer nbt_", "Bearer nbt_.s", "Bearer nbt_k.", "Bearer nbt_k.s.t",
+			"Bearer nbt_k é.s", "Basic " + secret, "Token " + strings.Repeat("a", 39), "Token " + strings.Repeat("a", 41),
+			"Token " + strings.Repeat("a", 39) + "-", "Bearer  nbt_k.s", "nbt_k.s"}},
+		{shared.URL, []string{"", "Bearer", "Bearer mcp-", "Bearer mcp-" + secret + "x", "Token mcp-" + secret, "mcp-" + secret}},
+	} {
+		for _, auth := range c.auth {
+			h := http.Header{}
+			if auth != "" {
+				h.Set("Authorization", auth)
+			}
+			resp := postMCP(t, c.url, h, initialize)
+			if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != "Bearer" {
+				t.Errorf("Authorization %q: %d %v", auth, resp.StatusCode, resp.Header)
+			}
+		}
+	}
+	if n := f.totalRequests(); n != 0 {
+		t.Errorf("%d NetBox requests for unauthorized callers", n)
+	}
+	for _, url := range []string{caller.URL, shared.URL} {
+		resp, err := http.Get(url + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(body) != "ok" {
+			t.Errorf("/healthz: %d %q", resp.StatusCode, body)
+		}
+	}
+	// The right MCP bearer token, in any scheme case, is let in.
+	for _, auth := range []string{"Bearer mcp-" + secret, "bearer mcp-" + secret} {
+		if resp := postMCP(t, shared.URL, http.Header{"Authorization": {auth}}, initialize); resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: %d", clip(auth, 10), resp.StatusCode)
+		}
+	}
+}
+
+// TestHTTPStateless: no Mcp-Session-Id; a call is answered by a second
+// server that never saw the initialize.
+func TestHTTPStateless(t *testing.T) {
+	f := newInvNetBox(t)
+	f.locked(func() { f.token = "" })
+	a, b := httpBridge(t, f, false, "", io.Discard), httpBridge(t, f, false, "", io.Discard)
+	h := http.Header{"Authorization": {"Bearer nbt_k1.s1"}}
+	resp := postMCP(t, a.URL, h, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if resp.StatusCode != 200 || resp.Header.Get("Mcp-Session-Id") != "" {
+		t.Fatalf("initialize: %d, session %q", resp.StatusCode, resp.Header.Get("Mcp-Session-Id"))
+	}
+	resp = postMCP(t, b.URL, h, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"plugin_call_tool","arguments":{"plugin":"inv","tool":"search"}}}`)
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || resp.Header.Get("Mcp-Session-Id") != "" || !strings.Contains(string(body), `\"status\":200`) {
+		t.Errorf("a call to the other replica: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestHTTPBounds: 413 over 4 MiB, 403 cross-origin, 503 with Retry-After
+// beyond 64 in flight, every request answered.
+func TestHTTPBounds(t *testing.T) {
+	f := newInvNetBox(t)
+	f.locked(func() { f.token = "" })
+	release := make(chan struct{})
+	var entered atomic.Int32
+	f.handle(searchPath, func(w http.ResponseWriter, r *http.Request) {
+		entered.Add(1)
+		<-release
+		writeJSON(w, http.StatusOK, `{"count": 1}`, false)
+	})
+	srv := httpBridge(t, f, false, "", io.Discard)
+	h := http.Header{"Authorization": {"Bearer nbt_k1.s1"}}
+	big := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("x", 4<<20) + `"}}`
+	if resp := postMCP(t, srv.URL, h, big); resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("4 MiB body: %d", resp.StatusCode)
+	}
+	cross := http.Header{"Authorization": {"Bearer nbt_k1.s1"}, "Origin": {"https://evil.example"}, "Sec-Fetch-Site": {"cross-site"}}
+	if resp := postMCP(t, srv.URL, cross, `{"jsonrpc":"2.0","id":1,"method":"ping"}`); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("cross-origin: %d", resp.StatusCode)
+	}
+	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"plugin_call_tool","arguments":{"plugin":"inv","tool":"search"}}}`
+	codes := make(chan int, 64)
+	for range 64 {
+		go func() {
+			resp := postMCP(t, srv.URL, h, call)
+			io.ReadAll(resp.Body)
+			codes <- resp.StatusCode
+		}()
+	}
+	for deadline := time.Now().Add(10 * time.Second); entered.Load() < 64 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	resp := postMCP(t, srv.URL, h, call)
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" {
+		t.Errorf("the 65th request: %d %v", resp.StatusCode, resp.Header)
+	}
+	if resp, err := http.Get(srv.URL + "/healthz"); err != nil || resp.StatusCode != 200 {
+		t.Errorf("/healthz at the cap: %v %v", err, resp)
+	}
+	close(release)
+	for range 64 {
+		if code := <-codes; code != 200 {
+			t.Errorf("a request in flight was answered %d", code)
+		}
+	}
+}
+
+// TestHTTPNoConfirmation: over stateless HTTP the server cannot ask; the
+// strict modes answer not_confirmed, auto falls back to the switch.
+func TestHTTPNoConfirmation(t *testing.T) {
+	f := newInvNetBox(t)
+	f.locked(func() { f.token = "" })
+	for mode, want := range map[string]string{"writes": "not_confirmed", "destructive": "not_confirmed", "auto": ""} {
+		b := newBridge(f, true)
+		b.client.auth, b.confirm = "", mode
+		srv := httptest.NewServer(httpHandler(newMCPServer(b, slog.New(slog.NewTextHandler(io.Discard, nil))), "", slog.New(slog.NewTextHandler(io.Discard, nil))))
+		cs := httpSession(t, srv.URL, "Bearer nbt_k1.s1", protocolVersions[0])
+		r := callInv(t, cs, "purge", map[string]any{})
+		if r.code() != want || want != "" && !strings.Contains(r.text, "cannot ask a human over stateless HTTP") {
+			t.Errorf("--confirm %s: %s %q", mode, r.code(), r.text)
+		}
+		srv.Close()
+	}
+}
+
+// freeAddr is a loopback address nobody listens on yet.
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startServe starts the release binary's serve with args and env, and
+// waits until addr answers /healthz.
+func startServe(t *testing.T, env []string, addr string, client *http.Client, scheme string, args ...string) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
+	cmd := exec.Command(releaseBinary(t), append([]string{"serve", "--http", addr}, args...)...)
+	cmd.Env = append(env, "HOME="+t.TempDir(), "PATH="+os.Getenv("PATH"))
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if resp, err := client.Get(scheme + "://" + addr + "/healthz"); err == nil {
+			resp.Body.Close()
+			return cmd, stderr
+		}
+	}
+	t.Fatalf("serve --http %s never answered /healthz:\n%s", addr, stderr.String())
+	return nil, nil
+}
+
+// syncBuffer is a bytes.Buffer that a child process may write while the
+// test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestHTTPServeStartup: the shared-identity mode refuses to start without an
+// MCP bearer token; the token file's rules; --tls-cert and --tls-key.
+func TestHTTPServeStartup(t *testing.T) {
+	bin := releaseBinary(t)
+	dir := t.TempDir()
+	file := func(name, content string, mode os.FileMode) string {
+		path := filepath.Join(dir, name)
+		os.WriteFile(path, []byte(content), 0o600)
+		os.Chmod(path, mode)
+		return path
+	}
+	shared := []string{"NETBOX_URL=https://netbox.example.com", "NETBOX_TOKEN=" + secretV2}
+	for _, c := range []struct {
+		env  []string
+		args []string
+		want string
+	}{
+		{shared, nil, "set NETBOX_MCP_AUTH_TOKEN"},
+		{shared, []string{"--auth-token-file", file("empty", "\n", 0o600)}, "set NETBOX_MCP_AUTH_TOKEN"},
+		{shared, []string{"--auth-token-file", file("open", "tok\n", 0o644)}, "may be read or written by other users"},
+		{shared, []string{"--auth-token-file", filepath.Join(dir, "missing")}, "--auth-token-file"},
+		{nil, []string{"--tls-cert", file("cert", "x", 0o600)}, "--tls-cert and --tls-key go together"},
+		{nil, []string{"--tls-cert", file("cert2", "x", 0o600), "--tls-key", file("key2", "y", 0o600)}, "--tls-cert and --tls-key: "},
+		{nil, []string{"--tls-cert", filepath.Join(dir, "nope"), "--tls-key", filepath.Join(dir, "nope")}, "no such file"},
+	} {
+		cmd := exec.Command(bin, append([]string{"serve", "--http", freeAddr(t)}, c.args...)...)
+		cmd.Env = append(c.env, "HOME="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		if code := cmd.ProcessState.ExitCode(); err == nil || code != exitUsage || !strings.Contains(string(out), c.want) {
+			t.Errorf("%v: exit %d, %q; want exit 2 and %q", c.args, code, out, c.want)
+		}
+		if strings.Contains(string(out), secret) {
+			t.Errorf("%v: the output shows the token", c.args)
+		}
+	}
+	// The file wins over the variable; one trailing newline is dropped.
+	addr := freeAddr(t)
+	tokenFile := file("token", "from-file\n", 0o600)
+	_, stderr := startServe(t, append(shared, "NETBOX_MCP_AUTH_TOKEN=from-env"), addr, http.DefaultClient, "http", "--auth-token-file", tokenFile)
+	for auth, want := range map[string]int{"Bearer from-file": 200, "Bearer from-env": 401, "Bearer from-file\n": 401} {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Authorization", strings.TrimSuffix(auth, "\n"))
+		if strings.HasSuffix(auth, "\n") {
+			req.Header.Set("Authorization", "Bearer from-file%0A")
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != want {
+			t.Errorf("%q: %v %v, want %d", auth, err, resp, want)
+		} else {
+			resp.Body.Close()
+		}
+	}
+	if strings.Contains(stderr.String(), "without TLS") {
+		t.Errorf("a loopback address got the plain-HTTP warning:\n%s", stderr.String())
+	}
+}
+
+// TestHTTPServeTLS: --tls-cert and --tls-key serve HTTPS.
+func TestHTTPServeTLS(t *testing.T) {
+	cert := testCertificate(t)
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	keyDER, _ := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]}), 0o600)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600)
+	pool := x509.NewCertPool()
+	leaf, _ := x509.ParseCertificate(cert.Certificate[0])
+	pool.AddCert(leaf)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	addr := freeAddr(t)
+	f := newInvNetBox(t)
+	f.locked(func() { f.token = "" })
+	startServe(t, []string{"NETBOX_URL=" + f.URL}, addr, client, "https", "--tls-cert", certFile, "--tls-key", keyFile)
+	transport := &mcp.StreamableClientTransport{Endpoint: "https://" + addr + "/mcp",
+		HTTPClient: &http.Client{Transport: &authTLS{auth: "Bearer nbt_k.s", base: client.Transport}}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(), transport, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if r := callInv(t, cs, "search", map[string]any{}); r.isError {
+		t.Errorf("a read over HTTPS: %s", r.text)
+	}
+	if resp, err := http.Get("http://" + addr + "/healthz"); err == nil && resp.StatusCode == http.StatusOK {
+		t.Error("plain HTTP was served on the HTTPS port")
+	}
+}
+
+// authTLS adds an Authorization header over a given transport.
+type authTLS struct {
+	auth string
+	base http.RoundTripper
+}
+
+func (a *authTLS) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", a.auth)
+	return a.base.RoundTrip(r)
+}
+
+// TestHTTPServeDrain: SPEC §14, SIGTERM stops accepting, lets a write
+// dispatched before it finish and deliver its answer, then exits 0; one
+// access-log record per request, without headers or tokens; a warning when
+// listening off loopback without TLS.
+func TestHTTPServeDrain(t *testing.T) {
+	f := newInvNetBox(t)
+	f.locked(func() { f.token = "" })
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	f.handle(recordsPath, func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
+		<-release
+		writeJSON(w, http.StatusCreated, `{"id": 7}`, false)
+	})
+	_, port, _ := net.SplitHostPort(freeAddr(t))
+	addr := "127.0.0.1:" + port
+	cmd, stderr := startServe(t, []string{"NETBOX_URL=" + f.URL, "NETBOX_MCP_ALLOW_MUTATIONS=1"}, addr, http.DefaultClient, "http", "--log-format", "json")
+	cs := httpSession(t, "http://"+addr, "Bearer nbt_caller."+secret, protocolVersions[0])
+	result := make(chan result, 1)
+	go func() { result <- callInv(t, cs, "create", map[string]any{"name": "x"}) }()
+	<-entered
+	cmd.Process.Signal(syscall.SIGTERM)
+	time.Sleep(300 * time.Millisecond)
+	if _, err := http.Get("http://" + addr + "/healthz"); err == nil {
+		t.Error("new connections are still accepted while draining")
+	}
+	close(release)
+	if r := <-result; r.isError || r.doc["status"] != 201.0 {
+		t.Errorf("the write in flight: %+v", r)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("exit: %v\n%s", err, stderr.String())
+	}
+	var access int
+	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if rec["msg"] == "http" {
+			access++
+			if rec["method"] == nil || rec["path"] == nil || rec["status"] == nil || rec["duration_ms"] == nil || rec["remote"] == nil {
+				t.Errorf("access record %v", rec)
+			}
+		}
+		if rec["level"] == "ERROR" {
+			t.Errorf("error logged: %v", rec)
+		}
+	}
+	if access < 3 || strings.Contains(stderr.String(), secret) || strings.Contains(stderr.String(), "Authorization") {
+		t.Errorf("%d access records; log:\n%s", access, stderr.String())
+	}
+	// Off loopback without TLS: one warning.
+	cmd = exec.Command(releaseBinary(t), "serve", "--http", ":0")
+	cmd.Env = []string{"HOME=" + t.TempDir(), "NETBOX_URL=" + f.URL}
+	var warn bytes.Buffer
+	cmd.Stderr = &warn
+	cmd.Start()
+	time.Sleep(500 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	if strings.Count(warn.String(), "tokens cross the network in clear unless TLS terminates in front") != 1 {
+		t.Errorf("listening on :0 without TLS:\n%s", warn.String())
 	}
 }

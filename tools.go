@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -121,12 +122,11 @@ var confirmModes = []string{"auto", "destructive", "writes", "off"}
 
 // bridge serves the two tools against one NetBox configuration.
 type bridge struct {
-	client    *client // and its configuration
-	cfgErr    error   // when set, every call answers config_error
-	policy    writePolicy
-	confirm   string       // one of confirmModes
-	audit     *slog.Logger // one record per write decision
-	stateless bool         // streamable HTTP: the server cannot ask the client
+	client  *client // and its configuration
+	cfgErr  error   // when set, every call answers config_error
+	policy  writePolicy
+	confirm string       // one of confirmModes
+	audit   *slog.Logger // one record per write decision
 }
 
 func newMCPServer(b *bridge, logger *slog.Logger) *mcp.Server {
@@ -270,6 +270,9 @@ func toolError(err error, a *callArgs) *mcp.CallToolResult {
 func (b *bridge) handler(input *schema, run func(context.Context, *mcp.CallToolRequest, *callArgs) ([]byte, error)) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		a, err := parseArgs(req.Params.Arguments, input)
+		if caller, ok := ctx.Value(callerKey{}).(httpCaller); ok && err == nil {
+			err = caller.apply(&a.opts)
+		}
 		if err == nil && b.cfgErr != nil {
 			err = &bridgeError{Code: "config_error", Message: b.cfgErr.Error()}
 		}
@@ -286,6 +289,47 @@ func (b *bridge) handler(input *schema, run func(context.Context, *mcp.CallToolR
 		}
 		return toolResult(doc), nil
 	}
+}
+
+// httpCaller is who calls over streamable HTTP (SPEC §14), put in the
+// request's context by the HTTP front: the caller's own NetBox
+// Authorization in the caller-token mode, "" when the configured token
+// serves everyone, and the peer address.
+type httpCaller struct{ auth, remote string }
+
+type callerKey struct{}
+
+// apply makes the caller's identity the call's: its NetBox token replaces
+// the configured one, and a per-call token is refused, since the HTTP
+// identity is the identity.
+func (c httpCaller) apply(opts *callOptions) error {
+	opts.remote = c.remote
+	switch {
+	case c.auth == "":
+	case opts.authFrom == "per-call":
+		return &bridgeError{Code: "invalid_request", Message: "arguments.token: over HTTP the caller's own Authorization is the NetBox token; leave out token"}
+	default:
+		opts.auth, opts.authFrom = c.auth, "http"
+	}
+	return nil
+}
+
+// callerAuthorization reads a caller's own NetBox token from its
+// Authorization header: exactly Bearer nbt_<key>.<secret> or Token <40
+// letters or digits>, the scheme in any case; it returns the header the
+// bridge sends on.
+func callerAuthorization(header string) (string, bool) {
+	scheme, token, _ := strings.Cut(header, " ")
+	alnum := func(s string) bool {
+		return s != "" && !strings.ContainsFunc(s, func(r rune) bool { return r >= utf8.RuneSelf || !isAlnum(byte(r)) })
+	}
+	switch key, secret, _ := strings.Cut(strings.TrimPrefix(token, "nbt_"), "."); {
+	case strings.EqualFold(scheme, "Bearer") && strings.HasPrefix(token, "nbt_") && alnum(key) && alnum(secret):
+		return "Bearer " + token, true
+	case strings.EqualFold(scheme, "Token") && len(token) == 40 && alnum(token):
+		return "Token " + token, true
+	}
+	return "", false
 }
 
 // listTools is plugin_list_tools: one plugin, or a full scan with progress.
@@ -507,7 +551,8 @@ func (*inputRequired) Error() string { return "input required" }
 func (b *bridge) confirmWrite(ctx context.Context, req *mcp.CallToolRequest, p prepared) error {
 	var caps *mcp.ElicitationCapabilities
 	var session *mcp.InitializeParams
-	if req != nil && req.Session != nil && !b.stateless {
+	_, stateless := ctx.Value(callerKey{}).(httpCaller)
+	if req != nil && req.Session != nil && !stateless {
 		if session = req.Session.InitializeParams(); session != nil && session.Capabilities != nil {
 			caps = session.Capabilities.Elicitation
 		}
@@ -523,7 +568,7 @@ func (b *bridge) confirmWrite(ctx context.Context, req *mcp.CallToolRequest, p p
 	}
 	if !canAsk {
 		how := "the client cannot ask a human: it does not support MCP form elicitation"
-		if b.stateless {
+		if stateless {
 			how = "the server cannot ask a human over stateless HTTP"
 		}
 		return refuse(fmt.Sprintf("--confirm %s needs a human's confirmation, and %s", b.confirm, how))
