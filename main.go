@@ -617,6 +617,9 @@ func startConfig(o *options, env environment) (cfg *config, stop func(), warning
 		return nil, func() {}, nil, fmt.Errorf("cannot start the demo NetBox: %v", err)
 	}
 	cfg = &config{auth: "Token " + demoToken, authFrom: "the demo", timeout: cmp.Or(o.timeout, defaultTimeout)}
+	if o.http != "" {
+		cfg.auth = "" // over HTTP each caller brings the demo's token: Authorization: Token demoToken
+	}
 	cfg.base, cfg.origin, cfg.prefix, _ = normalizeURL(base)
 	return cfg, stop, nil, nil
 }
@@ -669,7 +672,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer, env envi
 		logger.Warn(w)
 	}
 	if o.demo {
-		logger.Info("serving the built-in demo NetBox", "url", cfg.base)
+		logger.Info("serving the built-in demo NetBox", "url", cfg.base, "http_callers_send", "Authorization: Token "+demoToken)
 	}
 	b := &bridge{client: newClient(cfg), cfgErr: err, policy: policy, confirm: confirm, audit: logger}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
