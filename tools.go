@@ -33,8 +33,8 @@ const instructions = `This server exposes the operations NetBox plugins advertis
 Call plugin_list_tools first: it returns every plugin tool with its input schema and effect.
 Then call plugin_call_tool with the plugin, the tool and arguments that match its inputSchema.
 Preview write and destructive tools with dry_run: true before running them; they run only when
-the server was started with --allow-mutations. An outcome_unknown error means a write may have
-happened: check before retrying.`
+the operator allows them, and a human may be asked to confirm. An outcome_unknown error means a
+write may have happened: check before retrying.`
 
 // The two tools' own input schemas, compiled by the project's validator.
 const (
@@ -146,7 +146,7 @@ func newMCPServer(b *bridge, logger *slog.Logger) *mcp.Server {
 	server.AddTool(&mcp.Tool{
 		Name:        "plugin_call_tool",
 		Title:       "Call a NetBox plugin tool",
-		Description: "Call one plugin tool from plugin_list_tools with arguments matching its inputSchema. Reads run at once; writes need --allow-mutations; dry_run previews any call without sending it.",
+		Description: "Call one plugin tool from plugin_list_tools with arguments matching its inputSchema. Reads run at once; writes run when the operator allows them; dry_run previews any call without sending it.",
 		InputSchema: json.RawMessage(callToolSchema),
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: &yes},
 	}, b.handler(callToolInput, b.call))
