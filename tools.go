@@ -898,8 +898,8 @@ func (c *stdioConn) readLines(in io.Reader) {
 }
 
 // check returns the message on line when it is one the SDK may see, and
-// otherwise answers it itself: −32700 for a line that is not exactly one
-// strict JSON value, −32600 for a value that is not a usable JSON-RPC
+// otherwise answers it itself: -32700 for a line that is not exactly one
+// strict JSON value, -32600 for a value that is not a usable JSON-RPC
 // message (SPEC §11).
 func (c *stdioConn) check(line []byte) jsonrpc.Message {
 	line = bytes.TrimSpace(line)
@@ -910,18 +910,21 @@ func (c *stdioConn) check(line []byte) jsonrpc.Message {
 		c.reply(nil, jsonrpc.CodeParseError, "parse error: "+err.Error())
 		return nil
 	}
-	id, hasID := topMember(line, "id")
-	usable := hasID && (id[0] == '"' || id[0] == '-' || '0' <= id[0] && id[0] <= '9') &&
-		(id[0] == '"' || isInteger(string(id), !bytes.ContainsAny(id, ".eE")) && exact(string(id)).Num().CmpAbs(maxSafeInteger) <= 0)
-	if !usable {
-		id = nil
+	var probe struct {
+		ID     json.RawMessage `json:"id"`
+		Params struct {
+			Meta map[string]json.RawMessage `json:"_meta"`
+		} `json:"params"`
 	}
-	m, err := jsonrpc.DecodeMessage(line)
-	switch {
-	case hasID && !usable:
+	perr := json.Unmarshal(line, &probe)
+	id := probe.ID
+	if len(id) > 0 && id[0] != '"' && !(strings.IndexByte("-0123456789", id[0]) >= 0 && isInteger(string(id), !bytes.ContainsAny(id, ".eE")) &&
+		exact(string(id)).Num().CmpAbs(maxSafeInteger) <= 0) {
 		c.reply(nil, jsonrpc.CodeInvalidRequest, "invalid request: an id must be a string or an integer within ±2^53")
 		return nil
-	case err != nil:
+	}
+	m, err := jsonrpc.DecodeMessage(line)
+	if err != nil || perr != nil {
 		c.reply(id, jsonrpc.CodeInvalidRequest, "invalid request: not a JSON-RPC 2.0 message")
 		return nil
 	}
@@ -931,49 +934,18 @@ func (c *stdioConn) check(line []byte) jsonrpc.Message {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	stateless := probe.Params.Meta["io.modelcontextprotocol/protocolVersion"] != nil // 2026-07-28 needs no initialize
 	switch {
 	case c.inFlight[req.ID]:
 		c.replyLocked(id, jsonrpc.CodeInvalidRequest, "invalid request: a request with this id is still in flight")
 		return nil
-	case !c.initialized && !slices.Contains([]string{"initialize", "ping", "server/discover"}, req.Method) && !statelessRequest(req):
+	case !c.initialized && !stateless && !slices.Contains([]string{"initialize", "ping", "server/discover"}, req.Method):
 		c.replyLocked(id, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: %s before initialize", quote(req.Method)))
 		return nil
 	}
 	c.initialized = c.initialized || req.Method == "initialize"
 	c.inFlight[req.ID] = true
 	return m
-}
-
-// statelessRequest reports whether req carries the protocol version in its
-// _meta, as 2026-07-28 clients send every request without initialize.
-func statelessRequest(req *jsonrpc.Request) bool {
-	var p struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	return json.Unmarshal(req.Params, &p) == nil && p.Meta["io.modelcontextprotocol/protocolVersion"] != nil
-}
-
-// topMember returns the raw bytes of the member key of a checked JSON
-// object document.
-func topMember(doc []byte, key string) ([]byte, bool) {
-	sc := scanner{data: doc, lim: lineLimits}
-	if sc.peek() != '{' {
-		return nil, false
-	}
-	sc.pos++
-	for sc.peek() != '}' {
-		if sc.data[sc.pos] == ',' {
-			sc.pos++
-		}
-		k := sc.key()
-		sc.peek()
-		start := sc.pos
-		sc.validate(nil, "")
-		if k == key {
-			return doc[start:sc.pos], true
-		}
-	}
-	return nil, false
 }
 
 // readLine reads one line, discarding the rest of a line over maxLineLength.
