@@ -8,12 +8,16 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -945,6 +949,387 @@ func BenchmarkStartup(b *testing.B) {
 		stdin.Close()
 		cmd.Wait()
 		b.StartTimer()
+	}
+}
+
+// ---- scan performance and process memory (SPEC §10, §11) ----
+
+// floorClientEnv selects the floor client mode of the test binary: its value
+// is the base URL to scan, and floorPluginsEnv the number of plugins.
+const (
+	floorClientEnv  = "BRIDGE_FLOOR_CLIENT"
+	floorPluginsEnv = "BRIDGE_FLOOR_PLUGINS"
+)
+
+// TestMain runs the tests, or, re-executed by BenchmarkScanFloor, the floor
+// client: a process of its own, like the scan it is compared with, without
+// a second main package.
+func TestMain(m *testing.M) {
+	if base := os.Getenv(floorClientEnv); base != "" {
+		n, _ := strconv.Atoi(os.Getenv(floorPluginsEnv))
+		if err := floorClient(base, n); err != nil {
+			fmt.Fprintln(os.Stderr, "floor client:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// floorClient is the SPEC §10 floor: a bare net/http client that makes the
+// scan's GETs (the list, then each plugin's root and manifest) with 16 in
+// flight and only checks that each body is 200 OK and json.Valid.
+func floorClient(base string, plugins int) error {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = requestsInFlight
+	c := &http.Client{Transport: tr}
+	inFlight := make(chan struct{}, requestsInFlight)
+	get := func(path string) error {
+		inFlight <- struct{}{}
+		defer func() { <-inFlight }()
+		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
+		req.Header.Set("Authorization", catalogAuth)
+		resp, err := c.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err == nil && (resp.StatusCode != http.StatusOK || !json.Valid(body)) {
+			err = fmt.Errorf("GET %s: HTTP %d, %d bytes", path, resp.StatusCode, len(body))
+		}
+		return err
+	}
+	if err := get("/api/plugins/"); err != nil {
+		return err
+	}
+	errs := make([]error, plugins)
+	var wg sync.WaitGroup
+	for i := range plugins {
+		wg.Go(func() {
+			slug := catalogSlug(i)
+			if errs[i] = get("/api/plugins/" + slug + "/"); errs[i] == nil {
+				errs[i] = get("/api/plugins/" + slug + "/mcp/")
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// catalogAuth is the Authorization the catalog server requires.
+const catalogAuth = "Token 0123456789abcdef0123456789abcdef0cata0000"
+
+func catalogSlug(i int) string { return fmt.Sprintf("p%03d", i) }
+
+// catalogServer is a NetBox reduced to what the process benchmarks need:
+// precomputed documents served with Content-Length after a fixed latency,
+// and a count of the requests in flight. Plugin i is catalogSlug(i); its
+// targets answer every GET under the plugin with a small document.
+type catalogServer struct {
+	srv      *httptest.Server
+	base     string
+	latency  time.Duration
+	docs     map[string][]byte
+	inFlight atomic.Int32
+	peak     atomic.Int32 // of every request
+	targets  atomic.Int32 // target requests in flight
+	tpeak    atomic.Int32
+}
+
+// newCatalogServer serves one plugin per manifest, each manifest a function
+// of its slug.
+func newCatalogServer(t testing.TB, latency time.Duration, plugins int, manifest func(slug string) string) *catalogServer {
+	s := &catalogServer{latency: latency, docs: map[string][]byte{}}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.srv.Close)
+	s.base = s.srv.URL
+	var list strings.Builder
+	list.WriteString("{")
+	for i := range plugins {
+		slug := catalogSlug(i)
+		if i > 0 {
+			list.WriteString(", ")
+		}
+		fmt.Fprintf(&list, "%q: %q", slug, s.base+"/api/plugins/"+slug+"/")
+		s.docs["/api/plugins/"+slug+"/"] = fmt.Appendf(nil, `{"mcp": {"schema_version": "1", "manifest": "%s/api/plugins/%s/mcp/"}, "widgets": "%s/api/plugins/%s/widgets/"}`,
+			s.base, slug, s.base, slug)
+		s.docs["/api/plugins/"+slug+"/mcp/"] = []byte(manifest(slug))
+	}
+	list.WriteString("}")
+	s.docs["/api/plugins/"] = []byte(list.String())
+	return s
+}
+
+// discoveryBytes is the sum of the discovery bodies of one full scan.
+func (s *catalogServer) discoveryBytes() int {
+	n := 0
+	for _, d := range s.docs {
+		n += len(d)
+	}
+	return n
+}
+
+func (s *catalogServer) serve(w http.ResponseWriter, r *http.Request) {
+	n := s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
+	for p := s.peak.Load(); n > p && !s.peak.CompareAndSwap(p, n); p = s.peak.Load() {
+	}
+	doc, found := s.docs[r.URL.Path]
+	if !found && r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/api/plugins/") && strings.Count(r.URL.Path, "/") > 4 {
+		doc, found = []byte(`{"count": 1, "results": [{"id": 1, "site": "ams1", "status": "done", "created": "2026-11-30T08:00:00Z"}]}`), true
+		n := s.targets.Add(1)
+		defer s.targets.Add(-1)
+		for p := s.tpeak.Load(); n > p && !s.tpeak.CompareAndSwap(p, n); p = s.tpeak.Load() {
+		}
+	}
+	if s.latency > 0 {
+		select {
+		case <-time.After(s.latency):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	switch {
+	case r.Header.Get("Authorization") != catalogAuth:
+		writeJSON(w, http.StatusForbidden, `{"detail": "Invalid token."}`, false)
+	case !found:
+		htmlNotFound(w)
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(doc)))
+		w.Write(doc)
+	}
+}
+
+// env is the environment of a bridge process against this server.
+func (s *catalogServer) env(t testing.TB) []string {
+	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "NETBOX_URL=" + s.base,
+		"NETBOX_TOKEN=" + strings.TrimPrefix(catalogAuth, "Token ")}
+}
+
+// benchManifest is a plugin manifest of four typical tools (about 3 KB): a
+// list and a get with outputSchemas, a create and a delete.
+func benchManifest(slug string) string {
+	return `{"schema_version": "1", "plugin": "` + slug + `", "tools": [
+  {"name": "list_reports", "title": "List inventory reports", "description": "List the inventory reports visible to the current NetBox principal, newest first.", "method": "GET", "path": "reports/", "effect": "read",
+   "inputSchema": {"type": "object", "properties": {"status": {"type": "string", "enum": ["queued", "done", "failed"]}, "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20}, "site": {"type": "array", "items": {"type": "string", "maxLength": 100}, "maxItems": 10, "uniqueItems": true}, "since": {"type": "string", "format": "date-time"}}, "additionalProperties": false},
+   "outputSchema": {"type": "object", "properties": {"count": {"type": "integer", "minimum": 0}, "results": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "integer", "minimum": 1}, "site": {"type": "string"}, "status": {"type": "string", "enum": ["queued", "done", "failed"]}, "created": {"type": "string", "format": "date-time"}}, "required": ["id", "site", "status", "created"], "additionalProperties": false}}}, "required": ["count", "results"], "additionalProperties": false},
+   "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false}},
+  {"name": "get_report", "title": "Get one inventory report", "description": "Read one inventory report by its id, with the devices it counted.", "method": "GET", "path": "reports/one/", "effect": "read",
+   "inputSchema": {"type": "object", "properties": {"id": {"type": "integer", "minimum": 1}, "brief": {"type": "boolean", "default": false}}, "required": ["id"], "additionalProperties": false},
+   "outputSchema": {"type": "object", "properties": {"id": {"type": "integer", "minimum": 1}, "site": {"type": "string"}, "devices": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "serial": {"type": ["string", "null"]}}, "required": ["name"]}}}, "required": ["id", "site", "devices"]},
+   "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false}},
+  {"name": "run_report", "title": "Run an inventory report", "description": "Queue an inventory report for one site, or for every site when site is omitted.", "method": "POST", "path": "reports/run/", "effect": "write",
+   "inputSchema": {"type": "object", "properties": {"site": {"type": "string", "minLength": 1, "maxLength": 100}, "scope": {"type": "string", "enum": ["active", "all"]}}, "required": ["scope"], "additionalProperties": false},
+   "outputSchema": {"type": "object", "properties": {"id": {"type": "integer", "minimum": 1}, "status": {"const": "queued"}}, "required": ["id", "status"], "additionalProperties": false},
+   "annotations": {"readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": false}},
+  {"name": "delete_report", "title": "Delete an inventory report", "description": "Delete one finished inventory report and its results. This cannot be undone.", "method": "DELETE", "path": "reports/delete/", "effect": "destructive",
+   "inputSchema": {"type": "object", "properties": {"id": {"type": "integer", "minimum": 1}}, "required": ["id"], "additionalProperties": false},
+   "annotations": {"readOnlyHint": false, "destructiveHint": true, "idempotentHint": true, "openWorldHint": false}}]}`
+}
+
+// timeProcess runs cmd to its end and returns its wall time.
+func timeProcess(b *testing.B, cmd *exec.Cmd) time.Duration {
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	err := cmd.Run()
+	elapsed := time.Since(start)
+	if err != nil {
+		b.Fatalf("%s: %v\n%s", cmd.Path, err, stderr.Bytes())
+	}
+	return elapsed
+}
+
+// BenchmarkScanFloor is SPEC §10's full scan, 128 advertising plugins of 4
+// tools behind 10 ms and 20 ms of latency, measured as the wall time of the
+// whole `scan --json` process of the release binary, alternating in one run
+// with the floor client (the test binary re-executed, see TestMain). It
+// reports both and their ratio, the goal being 1.02 at most.
+func BenchmarkScanFloor(b *testing.B) {
+	bin := releaseBinary(b)
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer devNull.Close()
+	for _, latency := range []time.Duration{10 * time.Millisecond, 20 * time.Millisecond} {
+		b.Run(fmt.Sprintf("latency=%v", latency), func(b *testing.B) {
+			s := newCatalogServer(b, latency, scanRootLimit, benchManifest)
+			env := s.env(b)
+			scan := func() *exec.Cmd {
+				cmd := exec.Command(bin, "scan", "--json")
+				cmd.Env = env
+				return cmd
+			}
+			floor := func() *exec.Cmd {
+				cmd := exec.Command(self, "-test.run=^$")
+				cmd.Env = append(env, floorClientEnv+"="+s.base, floorPluginsEnv+"="+strconv.Itoa(scanRootLimit))
+				return cmd
+			}
+			// Once, untimed: the scan finds every tool, the floor succeeds.
+			out, err := scan().Output()
+			var doc struct{ Tools, Problems []json.RawMessage }
+			if err != nil || json.Unmarshal(out, &doc) != nil || len(doc.Tools) != 4*scanRootLimit || len(doc.Problems) != 0 {
+				b.Fatalf("scan: %v, %d tools, problems %s", err, len(doc.Tools), doc.Problems)
+			}
+			if out, err := floor().CombinedOutput(); err != nil {
+				b.Fatalf("floor client: %v\n%s", err, out)
+			}
+			var scanTime, floorTime time.Duration
+			i := 0
+			for b.Loop() {
+				cmds := [2]*exec.Cmd{scan(), floor()}
+				cmds[0].Stdout, cmds[1].Stdout = devNull, devNull
+				order := [2]int{0, 1}
+				if i%2 == 1 {
+					order = [2]int{1, 0}
+				}
+				i++
+				for _, k := range order {
+					if k == 0 {
+						scanTime += timeProcess(b, cmds[0])
+					} else {
+						floorTime += timeProcess(b, cmds[1])
+					}
+				}
+			}
+			n := float64(b.N)
+			b.ReportMetric(float64(scanTime)/n, "scan-ns/op")
+			b.ReportMetric(float64(floorTime)/n, "floor-ns/op")
+			b.ReportMetric(float64(scanTime)/n/float64(latency), "scan-RT/op")
+			b.ReportMetric(float64(floorTime)/n/float64(latency), "floor-RT/op")
+			b.ReportMetric(float64(scanTime)/float64(floorTime), "scan/floor")
+		})
+	}
+}
+
+// BenchmarkParseManifest is the cost of one typical manifest (benchManifest,
+// about 3 KB), from bytes to descriptors and compiled schemas.
+func BenchmarkParseManifest(b *testing.B) {
+	data := []byte(benchManifest("p000"))
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ps := parseManifest(data); len(ps) > 0 {
+			b.Fatal(ps)
+		}
+	}
+}
+
+// BenchmarkCatalogDocument is the scan's output: 512 tools rendered.
+func BenchmarkCatalogDocument(b *testing.B) {
+	cat := &catalog{}
+	for i := range scanRootLimit {
+		slug := catalogSlug(i)
+		m, ps := parseManifest([]byte(benchManifest(slug)))
+		if len(ps) > 0 {
+			b.Fatal(ps)
+		}
+		cat.add(slug, m)
+	}
+	cat.sort()
+	b.SetBytes(int64(len(catalogDocument(cat))))
+	b.ReportAllocs()
+	for b.Loop() {
+		catalogDocument(cat)
+	}
+}
+
+// serveProcess is the release binary's serve command, spoken to in
+// newline-delimited JSON-RPC on its stdio.
+type serveProcess struct {
+	t      testing.TB
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	stderr bytes.Buffer
+}
+
+func startServe(t testing.TB, env []string) *serveProcess {
+	p := &serveProcess{t: t, cmd: exec.Command(releaseBinary(t), "serve")}
+	p.cmd.Env = env
+	p.cmd.Stderr = &p.stderr
+	p.in, _ = p.cmd.StdinPipe()
+	stdout, _ := p.cmd.StdoutPipe()
+	p.out = bufio.NewReaderSize(stdout, 1<<20)
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.cmd.Process.Kill(); p.cmd.Wait() })
+	p.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if line := p.reply(); !bytes.Contains(line, []byte(`"id":0`)) {
+		t.Fatalf("initialize: %s", line)
+	}
+	p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return p
+}
+
+func (p *serveProcess) send(line string) {
+	if _, err := io.WriteString(p.in, line+"\n"); err != nil {
+		p.t.Fatalf("writing to serve: %v\n%s", err, p.stderr.Bytes())
+	}
+}
+
+// reply reads the next line the process writes.
+func (p *serveProcess) reply() []byte {
+	line, err := p.out.ReadBytes('\n')
+	if err != nil {
+		p.t.Fatalf("reading from serve: %v\n%s", err, p.stderr.Bytes())
+	}
+	return line
+}
+
+// peakRSS is the process's peak resident set (VmHWM) in bytes.
+func (p *serveProcess) peakRSS() int64 {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	for line := range strings.Lines(string(status)) {
+		if kb, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB")), 10, 64)
+			return n << 10
+		}
+	}
+	p.t.Fatalf("no VmHWM in %s", status)
+	return 0
+}
+
+// toolCall is the JSON-RPC line of a tools/call.
+func toolCall(id int, name, arguments string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id, name, arguments)
+}
+
+// TestServeConcurrentReads: the process-wide gate does not serialize
+// ordinary calls (SPEC §11): 64 concurrent plugin_call_tool reads of a
+// plugin with a small manifest are all in flight at the target at once.
+func TestServeConcurrentReads(t *testing.T) {
+	s := newCatalogServer(t, 50*time.Millisecond, 1, benchManifest)
+	p := startServe(t, s.env(t))
+	start := time.Now()
+	for id := 1; id <= 64; id++ {
+		p.send(toolCall(id, "plugin_call_tool", `{"plugin":"p000","tool":"list_reports","arguments":{"limit":5}}`))
+	}
+	for range 64 {
+		if line := p.reply(); !bytes.Contains(line, []byte(`"status":200`)) || bytes.Contains(line, []byte(`"isError":true`)) {
+			t.Fatalf("reply %s", line)
+		}
+	}
+	t.Logf("concurrency: 64 plugin_call_tool reads behind %v: %d target requests in flight at once, %d requests of any kind, %.1f latencies",
+		s.latency, s.tpeak.Load(), s.peak.Load(), float64(time.Since(start))/float64(s.latency))
+	if n := s.tpeak.Load(); n < 48 {
+		t.Errorf("at most %d of 64 reads were in flight at once", n)
 	}
 }
 
