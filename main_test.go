@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -1331,6 +1333,229 @@ func TestServeConcurrentReads(t *testing.T) {
 	if n := s.tpeak.Load(); n < 48 {
 		t.Errorf("at most %d of 64 reads were in flight at once", n)
 	}
+}
+
+// maximalCatalog is a legal catalog of the largest size a scan accepts:
+// plugins manifests of tools each, whose bodies with the plugin list and the
+// roots make just under the scan's 2 MiB. Each tool has props input
+// properties (half of them again in its outputSchema); with enum > 0 each
+// property is an integer enum of that many values, the densest shape for a
+// decoded tree, else a described string. Tool descriptions (up to 2,000
+// characters) and then the inputSchema's description take the rest.
+type maximalCatalog struct {
+	name                        string
+	plugins, tools, props, enum int
+}
+
+var maximalCatalogs = []maximalCatalog{
+	{"128 plugins of 4 tools, long descriptions and schemas", 128, 4, 12, 0},
+	{"128 plugins of 4 tools, dense values", 128, 4, 12, 50},
+	{"8 plugins of 64 tools, dense values", 8, 64, 4, 20},
+}
+
+// size is the size of each manifest.
+func (c maximalCatalog) size() int {
+	return min((scanByteLimit-32<<10)/c.plugins, manifestLimits.bytes-16)
+}
+
+func (c maximalCatalog) manifest(slug string) string {
+	var props []string
+	for j := range c.props {
+		if c.enum > 0 {
+			var enum []string
+			for k := range c.enum {
+				enum = append(enum, strconv.Itoa(k))
+			}
+			props = append(props, fmt.Sprintf(`"f%02d": {"type": "integer", "enum": [%s]}`, j, strings.Join(enum, ",")))
+		} else {
+			props = append(props, fmt.Sprintf(`"field_%02d": {"type": "string", "title": "Field %d", "description": "Only the records whose field %d matches this value exactly.", "maxLength": 64}`, j, j, j))
+		}
+	}
+	output := `{"type": "object", "properties": {"count": {"type": "integer", "minimum": 0}, "results": {"type": "array", "items": {"type": "object", "properties": {` +
+		strings.Join(props[:c.props/2], ", ") + `}}}}}`
+	tool := func(i, pad int) string {
+		method, effect, ro, destructive := "GET", "read", true, false
+		switch i % 4 {
+		case 2:
+			method, effect, ro = "POST", "write", false
+		case 3:
+			method, effect, ro, destructive = "DELETE", "destructive", false, true
+		}
+		text := strings.Repeat("Describes the operation at length. ", pad/35+1)
+		desc, more := text[:min(pad, 2000)], text[:max(pad-2000, 0)]
+		return fmt.Sprintf(`{"name": "tool_%d", "title": "Tool %d of %s", "description": %q, "method": %q, "path": "things/%d/", "effect": %q,
+   "inputSchema": {"type": "object", "description": %q, "properties": {%s}, "additionalProperties": false},
+   "outputSchema": %s,
+   "annotations": {"readOnlyHint": %t, "destructiveHint": %t, "idempotentHint": true, "openWorldHint": false}}`,
+			i, i, slug, desc, method, i, effect, more, strings.Join(props, ", "), output, ro, destructive)
+	}
+	doc := func(pad int) string {
+		var tools []string
+		for i := range c.tools {
+			tools = append(tools, tool(i, pad))
+		}
+		return `{"schema_version": "1", "plugin": "` + slug + `", "tools": [` + strings.Join(tools, ",\n  ") + `]}`
+	}
+	pad := (c.size() - len(doc(1))) / c.tools // each tool grows by pad
+	m := doc(1 + pad)
+	return m + strings.Repeat(" ", c.size()-len(m))
+}
+
+// TestCheapTreeIsTheSameTree: the decoder's shortcuts (strings cut from one
+// copy of the document, arenas, appendString's runs, sizes and bounds found
+// without encoding, detached copies) give what the plain way gives, on every
+// valid document of the JSON test suite and the test manifests.
+func TestCheapTreeIsTheSameTree(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "conformance", "json-test-suite", "*.json"))
+	more, _ := filepath.Glob(filepath.Join("testdata", "manifests", "*.json"))
+	docs := [][]byte{[]byte(benchManifest("p000")), []byte(maximalCatalogs[1].manifest("p000")), []byte(`{"a\n\u00e9\"": ["\ud83d\ude00", "x\\/y", -0.5e3, {}, []]}`)}
+	for _, f := range append(files, more...) {
+		data, _ := os.ReadFile(f)
+		docs = append(docs, data)
+	}
+	checked := 0
+	for _, data := range docs {
+		v, err := decode(data, rootLimits)
+		if err != nil {
+			continue
+		}
+		checked++
+		var plain any
+		if json.Unmarshal(data, &plain) != nil {
+			t.Fatalf("%.60q: decoded, but encoding/json refuses it", data)
+		}
+		enc := encode(v)
+		var again any
+		if json.Unmarshal(enc, &again) != nil || !reflect.DeepEqual(plain, again) {
+			t.Errorf("%.60q: encoded as %.60q", data, enc)
+		}
+		if n := encodedLen(v); n != len(enc) {
+			t.Errorf("%.60q: encodedLen %d, encoding %d bytes", data, n, len(enc))
+		}
+		if d := detach(v); !bytes.Equal(encode(d), enc) {
+			t.Errorf("%.60q: detached copy encodes differently", data)
+		}
+		for _, lim := range []limits{schemaLimits, {bytes: len(enc) - 1, depth: 64, values: 1 << 20},
+			{bytes: 1 << 20, depth: 1, values: 1 << 20}, {bytes: 1 << 20, depth: 64, values: 3}, {bytes: 1 << 20, depth: 2, values: 5}} {
+			want := ""
+			sc, err := newScanner(enc, lim)
+			if err == nil {
+				err = sc.validate(nil, "")
+			}
+			if se, ok := err.(*syntaxError); ok {
+				want = se.msg
+			}
+			if got := exceeds(v, lim); got != want {
+				t.Errorf("%.60q, %+v: exceeds says %q, the scanner %q", data, lim, got, want)
+			}
+		}
+	}
+	if checked < 100 {
+		t.Fatalf("only %d documents checked", checked)
+	}
+	// appendString against the byte-by-byte rule, on every byte.
+	plainString := func(s string) []byte {
+		b := []byte{'"'}
+		for i := 0; i < len(s); i++ {
+			switch c := s[i]; {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c < 0x20:
+				b = append(b, fmt.Sprintf(`\u%04x`, c)...)
+			default:
+				b = append(b, c)
+			}
+		}
+		return append(b, '"')
+	}
+	for c := range 256 {
+		for _, s := range []string{string(rune(c)), string([]byte{byte(c)}), "ab" + string([]byte{byte(c)}) + "cd" + string([]byte{byte(c)})} {
+			if got, want := appendString(nil, s), plainString(s); !bytes.Equal(got, want) {
+				t.Errorf("appendString(%q) = %q, want %q", s, got, want)
+			}
+			if n := encodedStringLen(s); n != len(plainString(s)) {
+				t.Errorf("encodedStringLen(%q) = %d", s, n)
+			}
+		}
+	}
+}
+
+// TestCompiledSchemaKeepsNoDocument: a decoded tree's strings are slices of
+// one copy of its document; a compiled schema keeps copies of the strings it
+// needs, never those slices, so the document's text and tree are garbage
+// once a manifest is compiled (SPEC §11).
+func TestCompiledSchemaKeepsNoDocument(t *testing.T) {
+	data := []byte(`{"type": "object", "properties": {"a": {"enum": ["x", 1, {"k": "v"}, null]}, "b": {"const": {"c": ["d", 2.5]},
+		"minimum": 12345678901234567890.5, "maximum": 7, "multipleOf": 0.5}, "c": {"type": "array", "items": {"type": "string", "maxLength": 3}}},
+		"required": ["a", "z"], "additionalProperties": false}`)
+	v, err := decode(data, schemaLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := uintptr(unsafe.Pointer(unsafe.StringData(v.obj[0].key))) - uintptr(bytes.Index(data, []byte("type")))
+	var strs []string
+	var values func(v value)
+	values = func(v value) {
+		strs = append(strs, v.s)
+		for _, e := range v.arr {
+			values(e)
+		}
+		for _, m := range v.obj {
+			strs = append(strs, m.key)
+			values(m.val)
+		}
+	}
+	values(v)
+	var schemas func(s *schema)
+	schemas = func(s *schema) {
+		if s == nil {
+			return
+		}
+		for _, p := range s.props {
+			strs = append(strs, p.name)
+			schemas(p.schema)
+		}
+		for _, e := range s.enum {
+			values(e)
+		}
+		if s.constant != nil {
+			values(*s.constant)
+		}
+		for _, b := range []*bound{s.minimum, s.maximum, s.exclMin, s.exclMax, s.multipleOf} {
+			if b != nil {
+				strs = append(strs, b.text)
+			}
+		}
+		schemas(s.items)
+		schemas(s.additional)
+		schemas(s.propertyNames)
+	}
+	inText := func(s string) bool {
+		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		return s != "" && p >= text && p < text+uintptr(len(data))
+	}
+	tree := len(strs)
+	if !slices.ContainsFunc(strs, inText) {
+		t.Fatal("the decoded tree's strings are not slices of its text: the test measures nothing")
+	}
+	var ps problems
+	s := compileSchema(v, "inputSchema", &ps)
+	if s == nil {
+		t.Fatal(ps)
+	}
+	strs = strs[:0]
+	schemas(s)
+	if len(strs) < 10 {
+		t.Fatalf("only %d strings in the compiled schema", len(strs))
+	}
+	for _, str := range strs {
+		if inText(str) {
+			t.Errorf("the compiled schema keeps %q, a slice of the document", str)
+		}
+	}
+	t.Logf("%d strings in the tree, %d in the compiled schema", tree, len(strs))
 }
 
 // TestServeExitsCleanly: the release binary ends with status 0 when stdin

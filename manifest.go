@@ -97,7 +97,7 @@ func parseManifest(data []byte) (*manifest, problems) {
 	if v, _ := doc.get("plugin"); v.kind != kindString || !slugPattern.MatchString(v.s) {
 		ps.add("plugin", "must be a plugin slug matching %s", slugPattern)
 	} else {
-		m.plugin = v.s
+		m.plugin = strings.Clone(v.s)
 	}
 	tools, _ := doc.get("tools")
 	if tools.kind != kindArray || len(tools.arr) < 1 || len(tools.arr) > manifestToolLimit {
@@ -138,8 +138,9 @@ func (ps *problems) checkTool(v value, loc string) *tool {
 		}
 		return f.s
 	}
-	t := &tool{name: str("name"), method: str("method"), path: str("path"), effect: str("effect")}
-	title, description := str("title"), str("description")
+	// The tool outlives the manifest's tree: it keeps copies.
+	t := &tool{name: strings.Clone(str("name")), method: strings.Clone(str("method")), path: strings.Clone(str("path")), effect: strings.Clone(str("effect"))}
+	title, description := strings.Clone(str("title")), str("description")
 	if len(*ps) > before {
 		return nil
 	}
@@ -174,11 +175,24 @@ func (ps *problems) checkTool(v value, loc string) *tool {
 	if len(*ps) > before {
 		return nil
 	}
-	if _, found := v.get("outputSchema"); !found {
-		v.obj = append(slices.Clip(v.obj), member{"outputSchema", value{}})
-	}
-	t.title, t.descriptor = title, encode(v)
+	t.title, t.descriptor = title, encodeDescriptor(v)
 	return t
+}
+
+// encodeDescriptor is the compact encoding of a valid descriptor, with
+// "outputSchema": null added when it has none, in one exact allocation.
+func encodeDescriptor(v value) []byte {
+	const absent = `,"outputSchema":null`
+	_, hasOutput := v.get("outputSchema")
+	n := encodedLen(v)
+	if !hasOutput {
+		n += len(absent)
+	}
+	b := appendJSON(make([]byte, 0, n), v)
+	if !hasOutput {
+		b = append(append(b[:len(b)-1], absent...), '}')
+	}
+	return b
 }
 
 func (ps *problems) checkAnnotations(tool value, loc, effect string) {
