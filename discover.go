@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -49,6 +50,14 @@ type catalogTool struct {
 }
 
 func (t catalogTool) qualifiedName() string { return t.plugin + "." + t.tool.name }
+
+// compareQualifiedNames orders tools by qualified name without building the
+// names: slugs and tool names are at most 64 bytes.
+func compareQualifiedNames(a, b catalogTool) int {
+	var x, y [160]byte
+	return bytes.Compare(append(append(append(x[:0], a.plugin...), '.'), a.tool.name...),
+		append(append(append(y[:0], b.plugin...), '.'), b.tool.name...))
+}
 
 // scanProblem is one plugin's discovery problem in a full scan.
 type scanProblem struct {
@@ -215,12 +224,17 @@ func (c *client) scanAll(ctx context.Context, opts callOptions) (*catalog, error
 	manifests := make([]*manifest, len(slugs))
 	errs := make([]error, len(slugs))
 	var wg sync.WaitGroup
-	var done atomic.Int32
-	for i, slug := range slugs {
+	var next, done atomic.Int32
+	// A few workers take the plugins in turn: a goroutine's stack grows
+	// while it parses a manifest, so 128 fresh ones would each pay for that.
+	// Twice the requests in flight keep every slot busy while some parse.
+	for range min(len(slugs), 2*requestsInFlight) {
 		wg.Go(func() {
-			manifests[i], errs[i] = d.plugin(ctx, slug)
-			if opts.progress != nil {
-				opts.progress(int(done.Add(1)), len(slugs))
+			for i := int(next.Add(1)) - 1; i < len(slugs); i = int(next.Add(1)) - 1 {
+				manifests[i], errs[i] = d.plugin(ctx, slugs[i])
+				if opts.progress != nil {
+					opts.progress(int(done.Add(1)), len(slugs))
+				}
 			}
 		})
 	}
@@ -286,7 +300,7 @@ func (cat *catalog) add(slug string, m *manifest) {
 }
 
 func (cat *catalog) sort() {
-	slices.SortFunc(cat.tools, func(a, b catalogTool) int { return strings.Compare(a.qualifiedName(), b.qualifiedName()) })
+	slices.SortFunc(cat.tools, compareQualifiedNames)
 	slices.SortStableFunc(cat.problems, func(a, b scanProblem) int { return strings.Compare(a.Plugin, b.Plugin) })
 }
 

@@ -74,8 +74,21 @@ const (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "scan" && os.Getenv("GOGC") == "" {
+		// A scan is one-shot and its inputs are bounded (SPEC §3: 2 MiB of
+		// discovery bodies): it collects only near scanMemoryLimit, so a
+		// typical scan never stops for the collector.
+		debug.SetGCPercent(-1)
+		if os.Getenv("GOMEMLIMIT") == "" {
+			debug.SetMemoryLimit(scanMemoryLimit)
+		}
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
+
+// scanMemoryLimit is the Go memory (heap, stacks, runtime) at which a scan
+// process collects garbage.
+const scanMemoryLimit = 40 << 20
 
 // run executes one command line and returns the process exit code.
 func run(args []string, stdout, stderr io.Writer) int {
@@ -485,7 +498,7 @@ func runScan(args []string, stdout, stderr io.Writer, env environment) int {
 		cat = &catalog{problems: []scanProblem{{*plugin, be.Code, be.Message}}}
 	}
 	if *asJSON {
-		fmt.Fprintln(stdout, string(catalogDocument(cat)))
+		stdout.Write(append(catalogDocument(cat), '\n'))
 	} else {
 		printCatalog(stdout, cat)
 	}
