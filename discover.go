@@ -26,10 +26,13 @@ const (
 // scanDeadline bounds one whole scan; tests shorten it.
 var scanDeadline = 30 * time.Second
 
-// fullScans bounds the full scans the process runs at once (SPEC §11): a
-// full scan holds up to 512 compiled tools, so the 33rd of 32 concurrent
-// plugin_list_tools calls waits, cancellable, in arrival order.
-var fullScans = newGate(2)
+// fullScans bounds the full scans the process runs at once (SPEC §11): one.
+// A full scan holds up to 2 MiB of descriptors, and its result, rendered
+// after the scan has left the gate, costs about ten times its size while
+// the SDK writes it: with two scans at once, 32 concurrent full scans of a
+// maximal catalog peaked at up to 72 MiB of RSS, with one at most at 51 MiB
+// (TestServeMemoryBounded). The others wait, cancellable, in arrival order.
+var fullScans = newGate(1)
 
 // installedPlugins is NetBox's superuser listing, not a plugin.
 const installedPlugins = "installed-plugins"
@@ -231,7 +234,9 @@ func (c *client) scanAll(ctx context.Context, opts callOptions) (*catalog, error
 	for range min(len(slugs), 2*requestsInFlight) {
 		wg.Go(func() {
 			for i := int(next.Add(1)) - 1; i < len(slugs); i = int(next.Add(1)) - 1 {
-				manifests[i], errs[i] = d.plugin(ctx, slugs[i])
+				if manifests[i], errs[i] = d.plugin(ctx, slugs[i]); manifests[i] != nil {
+					manifests[i].dropSchemas() // a full scan lists descriptors only
+				}
 				if opts.progress != nil {
 					opts.progress(int(done.Add(1)), len(slugs))
 				}

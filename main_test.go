@@ -1313,28 +1313,6 @@ func toolCall(id int, name, arguments string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id, name, arguments)
 }
 
-// TestServeConcurrentReads: the process-wide gate does not serialize
-// ordinary calls (SPEC §11): 64 concurrent plugin_call_tool reads of a
-// plugin with a small manifest are all in flight at the target at once.
-func TestServeConcurrentReads(t *testing.T) {
-	s := newCatalogServer(t, 50*time.Millisecond, 1, benchManifest)
-	p := startServe(t, s.env(t))
-	start := time.Now()
-	for id := 1; id <= 64; id++ {
-		p.send(toolCall(id, "plugin_call_tool", `{"plugin":"p000","tool":"list_reports","arguments":{"limit":5}}`))
-	}
-	for range 64 {
-		if line := p.reply(); !bytes.Contains(line, []byte(`"status":200`)) || bytes.Contains(line, []byte(`"isError":true`)) {
-			t.Fatalf("reply %s", line)
-		}
-	}
-	t.Logf("concurrency: 64 plugin_call_tool reads behind %v: %d target requests in flight at once, %d requests of any kind, %.1f latencies",
-		s.latency, s.tpeak.Load(), s.peak.Load(), float64(time.Since(start))/float64(s.latency))
-	if n := s.tpeak.Load(); n < 48 {
-		t.Errorf("at most %d of 64 reads were in flight at once", n)
-	}
-}
-
 // maximalCatalog is a legal catalog of the largest size a scan accepts:
 // plugins manifests of tools each, whose bodies with the plugin list and the
 // roots make just under the scan's 2 MiB. Each tool has props input
@@ -1399,6 +1377,107 @@ func (c maximalCatalog) manifest(slug string) string {
 	pad := (c.size() - len(doc(1))) / c.tools // each tool grows by pad
 	m := doc(1 + pad)
 	return m + strings.Repeat(" ", c.size()-len(m))
+}
+
+// processMemoryLimit is SPEC §11's bound on the peak RSS of one process.
+const processMemoryLimit = 64 << 20
+
+// TestServeMemoryBounded: the release binary's serve process stays under
+// 64 MiB of peak RSS (VmHWM) with 32 concurrent full scans of each maximal
+// catalog, and with 32 request lines over, or just under, the 1 MiB line
+// limit (SPEC §11).
+func TestServeMemoryBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the release binary against 128 plugins")
+	}
+	for _, c := range maximalCatalogs {
+		t.Run("32 full scans of "+c.name, func(t *testing.T) {
+			s := newCatalogServer(t, 2*time.Millisecond, c.plugins, c.manifest)
+			if n := s.discoveryBytes(); n >= scanByteLimit || n < scanByteLimit-48<<10 {
+				t.Fatalf("the catalog has %d bytes of discovery bodies, want just under %d", n, scanByteLimit)
+			}
+			if _, ps := parseManifest([]byte(c.manifest("p000"))); len(ps) > 0 {
+				t.Fatalf("the manifest is not valid: %v", ps)
+			}
+			p := startServe(t, s.env(t))
+			start := time.Now()
+			for id := 1; id <= 32; id++ {
+				p.send(toolCall(id, "plugin_list_tools", "{}"))
+			}
+			for range 32 {
+				line := p.reply()
+				if n := bytes.Count(line, []byte(`"qualified_name":"`)); n != scanToolLimit || bytes.Contains(line, []byte(`"isError":true`)) {
+					t.Fatalf("a reply with %d tools: %s", n, clip(string(line), 2000))
+				}
+			}
+			peak := p.peakRSS()
+			t.Logf("memory: 32 concurrent full scans of %s, %d bytes of discovery bodies: peak RSS %.1f MiB (%.1f s)",
+				c.name, s.discoveryBytes(), float64(peak)/(1<<20), time.Since(start).Seconds())
+			if peak >= processMemoryLimit {
+				t.Errorf("peak RSS %d bytes, want under %d", peak, processMemoryLimit)
+			}
+		})
+	}
+	// Lines over the limit are garbage by definition (-32700); lines just
+	// under it reach the SDK, whose tool handler refuses their arguments.
+	line := func(id, size int) string {
+		envelope := `{"jsonrpc":"2.0","id":%2d,"method":"tools/call","params":{"name":"plugin_list_tools","arguments":{"plugin":"%s"}}}`
+		return fmt.Sprintf(envelope, id, strings.Repeat("x", size-len(envelope)+3)) // the id takes 2 of the 5 bytes of %2d and %s
+	}
+	for _, c := range []struct {
+		name  string
+		size  int
+		reply string
+	}{
+		{"32 oversize request lines of 4 MiB", 4 << 20, "-32700"},
+		{"32 request lines just under the 1 MiB limit", maxLineLength - 1, `"isError":true`}, // and the newline
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if n := len(line(10, c.size)); n != c.size {
+				t.Fatalf("a line of %d bytes, want %d", n, c.size)
+			}
+			p := startServe(t, []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()})
+			go func() {
+				for id := 10; id < 42; id++ {
+					if _, err := io.WriteString(p.in, line(id, c.size)+"\n"); err != nil {
+						return // the reader below reports it
+					}
+				}
+			}()
+			for range 32 {
+				if reply := p.reply(); !bytes.Contains(reply, []byte(c.reply)) {
+					t.Fatalf("reply %s", clip(string(reply), 500))
+				}
+			}
+			peak := p.peakRSS()
+			t.Logf("memory: %s: peak RSS %.1f MiB", c.name, float64(peak)/(1<<20))
+			if peak >= processMemoryLimit {
+				t.Errorf("peak RSS %d bytes, want under %d", peak, processMemoryLimit)
+			}
+		})
+	}
+}
+
+// TestServeConcurrentReads: the process-wide gate does not serialize
+// ordinary calls (SPEC §11): 64 concurrent plugin_call_tool reads of a
+// plugin with a small manifest are all in flight at the target at once.
+func TestServeConcurrentReads(t *testing.T) {
+	s := newCatalogServer(t, 50*time.Millisecond, 1, benchManifest)
+	p := startServe(t, s.env(t))
+	start := time.Now()
+	for id := 1; id <= 64; id++ {
+		p.send(toolCall(id, "plugin_call_tool", `{"plugin":"p000","tool":"list_reports","arguments":{"limit":5}}`))
+	}
+	for range 64 {
+		if line := p.reply(); !bytes.Contains(line, []byte(`"status":200`)) || bytes.Contains(line, []byte(`"isError":true`)) {
+			t.Fatalf("reply %s", line)
+		}
+	}
+	t.Logf("concurrency: 64 plugin_call_tool reads behind %v: %d target requests in flight at once, %d requests of any kind, %.1f latencies",
+		s.latency, s.tpeak.Load(), s.peak.Load(), float64(time.Since(start))/float64(s.latency))
+	if n := s.tpeak.Load(); n < 48 {
+		t.Errorf("at most %d of 64 reads were in flight at once", n)
+	}
 }
 
 // TestCheapTreeIsTheSameTree: the decoder's shortcuts (strings cut from one
