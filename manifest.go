@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"regexp"
 	"slices"
@@ -114,9 +115,10 @@ func parseManifest(data []byte) (*manifest, problems) {
 		return nil, ps
 	}
 	names := map[string]int{}
+	scratch := make([]byte, 0, len(data)) // a descriptor is shorter than its manifest
 	for i, tv := range tools.arr {
 		loc := index("tools", i)
-		t := ps.checkTool(tv, loc)
+		t := ps.checkTool(tv, loc, &scratch)
 		if t == nil {
 			continue
 		}
@@ -134,7 +136,7 @@ func parseManifest(data []byte) (*manifest, problems) {
 }
 
 // checkTool checks one descriptor and returns it when it is valid.
-func (ps *problems) checkTool(v value, loc string) *tool {
+func (ps *problems) checkTool(v value, loc string, scratch *[]byte) *tool {
 	if !ps.exactKeys(v, loc, "a tool descriptor", descriptorKeys, []string{"outputSchema"}) {
 		return nil
 	}
@@ -184,24 +186,20 @@ func (ps *problems) checkTool(v value, loc string) *tool {
 	if len(*ps) > before {
 		return nil
 	}
-	t.title, t.descriptor = title, encodeDescriptor(v)
+	t.title, t.descriptor = title, encodeDescriptor(v, scratch)
 	return t
 }
 
 // encodeDescriptor is the compact encoding of a valid descriptor, with
-// "outputSchema": null added when it has none, in one exact allocation.
-func encodeDescriptor(v value) []byte {
-	const absent = `,"outputSchema":null`
-	_, hasOutput := v.get("outputSchema")
-	n := encodedLen(v)
-	if !hasOutput {
-		n += len(absent)
+// "outputSchema": null added when it has none. It is encoded in scratch,
+// which a manifest's tools share, and copied out at its size.
+func encodeDescriptor(v value, scratch *[]byte) []byte {
+	b := appendJSON((*scratch)[:0], v)
+	if _, found := v.get("outputSchema"); !found {
+		b = append(append(b[:len(b)-1], `,"outputSchema":null`...), '}')
 	}
-	b := appendJSON(make([]byte, 0, n), v)
-	if !hasOutput {
-		b = append(append(b[:len(b)-1], absent...), '}')
-	}
-	return b
+	*scratch = b
+	return bytes.Clone(b)
 }
 
 func (ps *problems) checkAnnotations(tool value, loc, effect string) {

@@ -90,7 +90,9 @@ type scanner struct {
 	pos         int
 	depth       int
 	values      int
-	memberCount int // object members read
+	memberCount int     // object members read
+	sizes       []int32 // when not nil, the size of each container read, in order
+	nextSize    int     // build: the next container's index in sizes
 	lim         limits
 	scratch     []byte
 
@@ -166,6 +168,22 @@ func (sc *scanner) open() error {
 	}
 	sc.pos++
 	return nil
+}
+
+// recordSize reserves the size of the container just opened, when the
+// scanner records sizes for build.
+func (sc *scanner) recordSize() int {
+	if sc.sizes == nil {
+		return -1
+	}
+	sc.sizes = append(sc.sizes, 0)
+	return len(sc.sizes) - 1
+}
+
+func (sc *scanner) setSize(at, n int) {
+	if at >= 0 {
+		sc.sizes[at] = int32(n)
+	}
 }
 
 // more reports whether another element or member follows in the container
@@ -420,15 +438,22 @@ func mantissa(tok []byte) []byte {
 // decode reads one strict JSON document into a value tree. The validator's
 // strict pass checks it first, so building the tree needs no checks.
 func decode(data []byte, lim limits) (value, error) {
-	values, members, err := (*schema)(nil).validateScan(data, lim, "")
-	if err != nil {
-		return value{}, err
+	checked, err := newScanner(data, lim)
+	if err == nil {
+		checked.sizes = make([]int32, 0, 64)
+		err = checked.validate(nil, "")
+	}
+	if err == nil {
+		err = checked.finish()
+	}
+	if e, ok := err.(*syntaxError); ok {
+		return value{}, &problem{"", e.Error()}
 	}
 	// Every value but the top-level one is a member or an element: the
-	// arenas get their exact sizes.
-	sc := scanner{data: data, text: string(data)}
-	sc.memberArena.free = make([]member, members)
-	sc.elementArena.free = make([]value, values-1-members)
+	// arenas get their exact sizes, and each container its size in order.
+	sc := scanner{data: data, text: string(data), sizes: checked.sizes}
+	sc.memberArena.free = make([]member, checked.memberCount)
+	sc.elementArena.free = make([]value, checked.values-1-checked.memberCount)
 	return sc.build(), nil
 }
 
@@ -449,6 +474,23 @@ func (sc *scanner) build() value {
 	switch c := sc.peek(); c {
 	case '{':
 		sc.pos++
+		if sc.sizes != nil {
+			obj := sc.memberArena.alloc(sc.size())
+			for i := range obj {
+				if i > 0 {
+					sc.peek()
+					sc.pos++ // the comma
+				}
+				sc.peek()
+				obj[i].key = sc.buildString()
+				sc.peek()
+				sc.pos++ // the colon
+				obj[i].val = sc.build()
+			}
+			sc.peek()
+			sc.pos++
+			return value{kind: kindObject, obj: obj}
+		}
 		mark := len(sc.members)
 		for sc.peek() != '}' {
 			if sc.data[sc.pos] == ',' {
@@ -467,6 +509,19 @@ func (sc *scanner) build() value {
 		return v
 	case '[':
 		sc.pos++
+		if sc.sizes != nil {
+			arr := sc.elementArena.alloc(sc.size())
+			for i := range arr {
+				if i > 0 {
+					sc.peek()
+					sc.pos++ // the comma
+				}
+				arr[i] = sc.build()
+			}
+			sc.peek()
+			sc.pos++
+			return value{kind: kindArray, arr: arr}
+		}
 		mark := len(sc.elements)
 		for sc.peek() != ']' {
 			if sc.data[sc.pos] == ',' {
@@ -495,7 +550,7 @@ func (sc *scanner) build() value {
 // of the document's text.
 func (sc *scanner) buildString() string {
 	start := sc.pos + 1
-	if n := bytes.IndexAny(sc.data[start:], "\"\\"); n >= 0 && sc.data[start+n] == '"' {
+	if n := bytes.IndexByte(sc.data[start:], '"'); n >= 0 && bytes.IndexByte(sc.data[start:start+n], '\\') < 0 {
 		sc.pos = start + n + 1
 		return sc.text[start : start+n]
 	}
@@ -509,6 +564,27 @@ func (sc *scanner) buildString() string {
 type arena[T any] struct {
 	free []T
 	size int // of the last backing array
+}
+
+// alloc returns n zero values, cut from the arena.
+func (a *arena[T]) alloc(n int) []T {
+	if n == 0 {
+		return []T{}
+	}
+	if len(a.free) < n {
+		a.size = max(n, 2*a.size, 16)
+		a.free = make([]T, a.size)
+	}
+	c := a.free[:n:n]
+	a.free = a.free[n:]
+	return c
+}
+
+// size is the size of the next container, which validate recorded.
+func (sc *scanner) size() int {
+	n := sc.sizes[sc.nextSize]
+	sc.nextSize++
+	return int(n)
 }
 
 // take returns a copy of s, cut from the arena.
@@ -691,15 +767,19 @@ func encodedLen(v value) int {
 func encodedStringLen(s string) int {
 	n := len(s) + 2
 	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"' || c == '\\' || c == '\n':
-			n++
-		case c < 0x20:
-			n += 5
-		}
+		n += int(escapeGrowth[s[i]])
 	}
 	return n
 }
+
+// escapeGrowth is how many bytes appendString adds to each byte value.
+var escapeGrowth = func() (g [256]uint8) {
+	for c := range 0x20 {
+		g[c] = 5 // \u00XX
+	}
+	g['\n'], g['"'], g['\\'] = 1, 1, 1
+	return g
+}()
 
 // clipLimit bounds how much hostile text a message may echo (SPEC §4).
 const clipLimit = 200
@@ -1080,6 +1160,10 @@ func (s *schema) compileProperties(v value, loc *location, ps *problems) {
 		ps.add(loc.String(), "properties must be an object")
 		return
 	}
+	s.props = slices.Grow(s.props, len(v.obj))
+	if s.propIndex == nil {
+		s.propIndex = make(map[string]int, len(v.obj))
+	}
 	for _, m := range v.obj {
 		loc.push(m.key)
 		s.addProperty(property{name: strings.Clone(m.key), schema: compile(m.val, loc, ps), declared: true})
@@ -1180,13 +1264,6 @@ func (b *bound) exact() *big.Rat {
 // s accepts, in one pass and without building a tree. root names the
 // document in error locations.
 func (s *schema) validateBytes(data []byte, lim limits, root string) error {
-	_, _, err := s.validateScan(data, lim, root)
-	return err
-}
-
-// validateScan is validateBytes that also counts the document's values and
-// object members.
-func (s *schema) validateScan(data []byte, lim limits, root string) (values, members int, err error) {
 	sc, err := newScanner(data, lim)
 	if err == nil {
 		err = sc.validate(s, root)
@@ -1195,9 +1272,9 @@ func (s *schema) validateScan(data []byte, lim limits, root string) (values, mem
 		err = sc.finish()
 	}
 	if e, ok := err.(*syntaxError); ok {
-		return 0, 0, &problem{root, e.Error()}
+		return &problem{root, e.Error()}
 	}
-	return sc.values, sc.memberCount, err
+	return err
 }
 
 // here stands for the location of the value being validated until the
@@ -1354,6 +1431,7 @@ func (sc *scanner) validateObject(s *schema, loc string) error {
 	if err := sc.open(); err != nil {
 		return err
 	}
+	at := sc.recordSize()
 	var seen keySet
 	n := 0
 	for first := true; ; first = false {
@@ -1418,6 +1496,7 @@ func (sc *scanner) validateObject(s *schema, loc string) error {
 			return relocate(err, child(loc, string(raw)))
 		}
 	}
+	sc.setSize(at, n)
 	if s == nil {
 		return nil
 	}
@@ -1450,6 +1529,7 @@ func (sc *scanner) validateArray(s *schema, loc string) error {
 	if err := sc.open(); err != nil {
 		return err
 	}
+	at := sc.recordSize()
 	var items *schema
 	if s != nil {
 		items = s.items
@@ -1476,6 +1556,7 @@ func (sc *scanner) validateArray(s *schema, loc string) error {
 		}
 		n++
 	}
+	sc.setSize(at, n)
 	if s == nil {
 		return nil
 	}
