@@ -115,7 +115,7 @@ func parseManifest(data []byte) (*manifest, problems) {
 		return nil, ps
 	}
 	names := map[string]int{}
-	scratch := make([]byte, 0, len(data)) // a descriptor is shorter than its manifest
+	scratch := make([]byte, 0, min(len(data), 8<<10)) // most descriptors fit
 	for i, tv := range tools.arr {
 		loc := index("tools", i)
 		t := ps.checkTool(tv, loc, &scratch)
