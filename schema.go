@@ -467,9 +467,10 @@ func build(data []byte) value {
 	return s.build()
 }
 
-// build reads a value that validate has accepted. Containers collect their
-// children on stacks shared by every level and are copied out once, at
-// their exact size, into the arenas.
+// build reads a value that validate has accepted. When validate recorded
+// the containers' sizes (decode), each container is cut from its arena at
+// its size and filled in place; otherwise its children collect on stacks
+// shared by every level and are copied out once, at their exact size.
 func (sc *scanner) build() value {
 	switch c := sc.peek(); c {
 	case '{':
@@ -1055,7 +1056,7 @@ func compile(v value, loc *location, ps *problems) *schema {
 	var required value
 	for _, m := range v.obj {
 		loc.push(m.key)
-		at, val := loc, m.val
+		at, val := loc, m.val // the keyword's location, until loc.pop below
 		switch m.key {
 		case "type":
 			s.types = compileType(val, at, ps)
@@ -1431,7 +1432,7 @@ func (sc *scanner) validateObject(s *schema, loc string) error {
 	if err := sc.open(); err != nil {
 		return err
 	}
-	at := sc.recordSize()
+	sized := sc.recordSize()
 	var seen keySet
 	n := 0
 	for first := true; ; first = false {
@@ -1496,7 +1497,7 @@ func (sc *scanner) validateObject(s *schema, loc string) error {
 			return relocate(err, child(loc, string(raw)))
 		}
 	}
-	sc.setSize(at, n)
+	sc.setSize(sized, n)
 	if s == nil {
 		return nil
 	}
@@ -1529,7 +1530,7 @@ func (sc *scanner) validateArray(s *schema, loc string) error {
 	if err := sc.open(); err != nil {
 		return err
 	}
-	at := sc.recordSize()
+	sized := sc.recordSize()
 	var items *schema
 	if s != nil {
 		items = s.items
@@ -1556,7 +1557,7 @@ func (sc *scanner) validateArray(s *schema, loc string) error {
 		}
 		n++
 	}
-	sc.setSize(at, n)
+	sc.setSize(sized, n)
 	if s == nil {
 		return nil
 	}
