@@ -1097,16 +1097,17 @@ func (s *catalogServer) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	status := http.StatusOK
 	switch {
 	case r.Header.Get("Authorization") != catalogAuth:
-		writeJSON(w, http.StatusForbidden, `{"detail": "Invalid token."}`, false)
+		status, doc = http.StatusForbidden, []byte(`{"detail": "Invalid token."}`)
 	case !found:
-		htmlNotFound(w)
-	default:
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Content-Length", strconv.Itoa(len(doc)))
-		w.Write(doc)
+		status, doc = http.StatusNotFound, []byte(`{"detail": "Not found."}`)
 	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(doc)))
+	w.WriteHeader(status)
+	w.Write(doc)
 }
 
 // env is the environment of a bridge process against this server.
