@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,6 +28,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -1227,6 +1229,690 @@ func BenchmarkStartup(b *testing.B) {
 	}
 }
 
+// ---- scan performance and process memory (SPEC §10, §11) ----
+
+// floorClientEnv selects the floor client mode of the test binary: its value
+// is the base URL to scan, and floorPluginsEnv the number of plugins.
+const (
+	floorClientEnv  = "BRIDGE_FLOOR_CLIENT"
+	floorPluginsEnv = "BRIDGE_FLOOR_PLUGINS"
+)
+
+// TestMain runs the tests, or, re-executed by BenchmarkScanFloor, the floor
+// client: a process of its own, like the scan it is compared with, without
+// a second main package.
+func TestMain(m *testing.M) {
+	if base := os.Getenv(floorClientEnv); base != "" {
+		n, _ := strconv.Atoi(os.Getenv(floorPluginsEnv))
+		if err := floorClient(base, n); err != nil {
+			fmt.Fprintln(os.Stderr, "floor client:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// floorClient is the SPEC §10 floor: a bare net/http client that makes the
+// scan's GETs (the list, then each plugin's root and manifest) with 16 in
+// flight and only checks that each body is 200 OK and json.Valid.
+func floorClient(base string, plugins int) error {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = requestsInFlight
+	c := &http.Client{Transport: tr}
+	inFlight := make(chan struct{}, requestsInFlight)
+	get := func(path string) error {
+		inFlight <- struct{}{}
+		defer func() { <-inFlight }()
+		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
+		req.Header.Set("Authorization", catalogAuth)
+		resp, err := c.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err == nil && (resp.StatusCode != http.StatusOK || !json.Valid(body)) {
+			err = fmt.Errorf("GET %s: HTTP %d, %d bytes", path, resp.StatusCode, len(body))
+		}
+		return err
+	}
+	if err := get("/api/plugins/"); err != nil {
+		return err
+	}
+	errs := make([]error, plugins)
+	var wg sync.WaitGroup
+	for i := range plugins {
+		wg.Go(func() {
+			slug := catalogSlug(i)
+			if errs[i] = get("/api/plugins/" + slug + "/"); errs[i] == nil {
+				errs[i] = get("/api/plugins/" + slug + "/mcp/")
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// catalogAuth is the Authorization the catalog server requires.
+const catalogAuth = "Token 0123456789abcdef0123456789abcdef0cata0000"
+
+func catalogSlug(i int) string { return fmt.Sprintf("p%03d", i) }
+
+// catalogServer is a NetBox reduced to what the process benchmarks need:
+// precomputed documents served with Content-Length after a fixed latency,
+// and a count of the requests in flight. Plugin i is catalogSlug(i); its
+// targets answer every GET under the plugin with a small document.
+type catalogServer struct {
+	srv      *httptest.Server
+	base     string
+	latency  time.Duration
+	docs     map[string][]byte
+	inFlight atomic.Int32
+	peak     atomic.Int32 // of every request
+	targets  atomic.Int32 // target requests in flight
+	tpeak    atomic.Int32
+}
+
+// newCatalogServer serves one plugin per manifest, each manifest a function
+// of its slug.
+func newCatalogServer(t testing.TB, latency time.Duration, plugins int, manifest func(slug string) string) *catalogServer {
+	s := &catalogServer{latency: latency, docs: map[string][]byte{}}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.srv.Close)
+	s.base = s.srv.URL
+	var list strings.Builder
+	list.WriteString("{")
+	for i := range plugins {
+		slug := catalogSlug(i)
+		if i > 0 {
+			list.WriteString(", ")
+		}
+		fmt.Fprintf(&list, "%q: %q", slug, s.base+"/api/plugins/"+slug+"/")
+		s.docs["/api/plugins/"+slug+"/"] = fmt.Appendf(nil, `{"mcp": {"schema_version": "1", "manifest": "%s/api/plugins/%s/mcp/"}, "widgets": "%s/api/plugins/%s/widgets/"}`,
+			s.base, slug, s.base, slug)
+		s.docs["/api/plugins/"+slug+"/mcp/"] = []byte(manifest(slug))
+	}
+	list.WriteString("}")
+	s.docs["/api/plugins/"] = []byte(list.String())
+	return s
+}
+
+// discoveryBytes is the sum of the discovery bodies of one full scan.
+func (s *catalogServer) discoveryBytes() int {
+	n := 0
+	for _, d := range s.docs {
+		n += len(d)
+	}
+	return n
+}
+
+func (s *catalogServer) serve(w http.ResponseWriter, r *http.Request) {
+	n := s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
+	for p := s.peak.Load(); n > p && !s.peak.CompareAndSwap(p, n); p = s.peak.Load() {
+	}
+	doc, found := s.docs[r.URL.Path]
+	if !found && r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/api/plugins/") && strings.Count(r.URL.Path, "/") > 4 {
+		doc, found = []byte(`{"count": 1, "results": [{"id": 1, "site": "ams1", "status": "done", "created": "2026-11-30T08:00:00Z"}]}`), true
+		n := s.targets.Add(1)
+		defer s.targets.Add(-1)
+		for p := s.tpeak.Load(); n > p && !s.tpeak.CompareAndSwap(p, n); p = s.tpeak.Load() {
+		}
+	}
+	if s.latency > 0 {
+		select {
+		case <-time.After(s.latency):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	status := http.StatusOK
+	switch {
+	case r.Header.Get("Authorization") != catalogAuth:
+		status, doc = http.StatusForbidden, []byte(`{"detail": "Invalid token."}`)
+	case !found:
+		status, doc = http.StatusNotFound, []byte(`{"detail": "Not found."}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(doc)))
+	w.WriteHeader(status)
+	w.Write(doc)
+}
+
+// env is the environment of a bridge process against this server.
+func (s *catalogServer) env(t testing.TB) []string {
+	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "NETBOX_URL=" + s.base,
+		"NETBOX_TOKEN=" + strings.TrimPrefix(catalogAuth, "Token ")}
+}
+
+// benchManifest is a plugin manifest of four typical tools (about 3 KB): a
+// list and a get with outputSchemas, a create and a delete.
+func benchManifest(slug string) string {
+	return `{"schema_version": "1", "plugin": "` + slug + `", "tools": [
+  {"name": "list_reports", "title": "List inventory reports", "description": "List the inventory reports visible to the current NetBox principal, newest first.", "method": "GET", "path": "reports/", "effect": "read",
+   "inputSchema": {"type": "object", "properties": {"status": {"type": "string", "enum": ["queued", "done", "failed"]}, "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20}, "site": {"type": "array", "items": {"type": "string", "maxLength": 100}, "maxItems": 10, "uniqueItems": true}, "since": {"type": "string", "format": "date-time"}}, "additionalProperties": false},
+   "outputSchema": {"type": "object", "properties": {"count": {"type": "integer", "minimum": 0}, "results": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "integer", "minimum": 1}, "site": {"type": "string"}, "status": {"type": "string", "enum": ["queued", "done", "failed"]}, "created": {"type": "string", "format": "date-time"}}, "required": ["id", "site", "status", "created"], "additionalProperties": false}}}, "required": ["count", "results"], "additionalProperties": false},
+   "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false}},
+  {"name": "get_report", "title": "Get one inventory report", "description": "Read one inventory report by its id, with the devices it counted.", "method": "GET", "path": "reports/one/", "effect": "read",
+   "inputSchema": {"type": "object", "properties": {"id": {"type": "integer", "minimum": 1}, "brief": {"type": "boolean", "default": false}}, "required": ["id"], "additionalProperties": false},
+   "outputSchema": {"type": "object", "properties": {"id": {"type": "integer", "minimum": 1}, "site": {"type": "string"}, "devices": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "serial": {"type": ["string", "null"]}}, "required": ["name"]}}}, "required": ["id", "site", "devices"]},
+   "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false}},
+  {"name": "run_report", "title": "Run an inventory report", "description": "Queue an inventory report for one site, or for every site when site is omitted.", "method": "POST", "path": "reports/run/", "effect": "write",
+   "inputSchema": {"type": "object", "properties": {"site": {"type": "string", "minLength": 1, "maxLength": 100}, "scope": {"type": "string", "enum": ["active", "all"]}}, "required": ["scope"], "additionalProperties": false},
+   "outputSchema": {"type": "object", "properties": {"id": {"type": "integer", "minimum": 1}, "status": {"const": "queued"}}, "required": ["id", "status"], "additionalProperties": false},
+   "annotations": {"readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": false}},
+  {"name": "delete_report", "title": "Delete an inventory report", "description": "Delete one finished inventory report and its results. This cannot be undone.", "method": "DELETE", "path": "reports/delete/", "effect": "destructive",
+   "inputSchema": {"type": "object", "properties": {"id": {"type": "integer", "minimum": 1}}, "required": ["id"], "additionalProperties": false},
+   "annotations": {"readOnlyHint": false, "destructiveHint": true, "idempotentHint": true, "openWorldHint": false}}]}`
+}
+
+// timeProcess runs cmd to its end and returns its wall time.
+func timeProcess(b *testing.B, cmd *exec.Cmd) time.Duration {
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	err := cmd.Run()
+	elapsed := time.Since(start)
+	if err != nil {
+		b.Fatalf("%s: %v\n%s", cmd.Path, err, stderr.Bytes())
+	}
+	return elapsed
+}
+
+// BenchmarkScanFloor is SPEC §10's full scan, 128 advertising plugins of 4
+// tools behind 10 ms and 20 ms of latency, measured as the wall time of the
+// whole `scan --json` process of the release binary, alternating in one run
+// with the floor client (the test binary re-executed, see TestMain). It
+// reports both and their ratio, the goal being 1.02 at most.
+func BenchmarkScanFloor(b *testing.B) {
+	bin := releaseBinary(b)
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer devNull.Close()
+	for _, latency := range []time.Duration{10 * time.Millisecond, 20 * time.Millisecond} {
+		b.Run(fmt.Sprintf("latency=%v", latency), func(b *testing.B) {
+			s := newCatalogServer(b, latency, scanRootLimit, benchManifest)
+			env := s.env(b)
+			scan := func() *exec.Cmd {
+				cmd := exec.Command(bin, "scan", "--json")
+				cmd.Env = env
+				return cmd
+			}
+			floor := func() *exec.Cmd {
+				cmd := exec.Command(self, "-test.run=^$")
+				cmd.Env = append(env, floorClientEnv+"="+s.base, floorPluginsEnv+"="+strconv.Itoa(scanRootLimit))
+				return cmd
+			}
+			// Once, untimed: the scan finds every tool, the floor succeeds.
+			out, err := scan().Output()
+			var doc struct{ Tools, Problems []json.RawMessage }
+			if err != nil || json.Unmarshal(out, &doc) != nil || len(doc.Tools) != 4*scanRootLimit || len(doc.Problems) != 0 {
+				b.Fatalf("scan: %v, %d tools, problems %s", err, len(doc.Tools), doc.Problems)
+			}
+			if out, err := floor().CombinedOutput(); err != nil {
+				b.Fatalf("floor client: %v\n%s", err, out)
+			}
+			var scanTime, floorTime time.Duration
+			i := 0
+			for b.Loop() {
+				cmds := [2]*exec.Cmd{scan(), floor()}
+				cmds[0].Stdout, cmds[1].Stdout = devNull, devNull
+				order := [2]int{0, 1}
+				if i%2 == 1 {
+					order = [2]int{1, 0}
+				}
+				i++
+				for _, k := range order {
+					if k == 0 {
+						scanTime += timeProcess(b, cmds[0])
+					} else {
+						floorTime += timeProcess(b, cmds[1])
+					}
+				}
+			}
+			n := float64(b.N)
+			b.ReportMetric(float64(scanTime)/n, "scan-ns/op")
+			b.ReportMetric(float64(floorTime)/n, "floor-ns/op")
+			b.ReportMetric(float64(scanTime)/n/float64(latency), "scan-RT/op")
+			b.ReportMetric(float64(floorTime)/n/float64(latency), "floor-RT/op")
+			b.ReportMetric(float64(scanTime)/float64(floorTime), "scan/floor")
+		})
+	}
+}
+
+// BenchmarkParseManifest is the cost of one typical manifest (benchManifest,
+// about 3 KB), from bytes to descriptors and compiled schemas.
+func BenchmarkParseManifest(b *testing.B) {
+	data := []byte(benchManifest("p000"))
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ps := parseManifest(data); len(ps) > 0 {
+			b.Fatal(ps)
+		}
+	}
+}
+
+// BenchmarkCatalogDocument is the scan's output: 512 tools rendered.
+func BenchmarkCatalogDocument(b *testing.B) {
+	cat := &catalog{}
+	for i := range scanRootLimit {
+		slug := catalogSlug(i)
+		m, ps := parseManifest([]byte(benchManifest(slug)))
+		if len(ps) > 0 {
+			b.Fatal(ps)
+		}
+		cat.add(slug, m)
+	}
+	cat.sort()
+	b.SetBytes(int64(len(catalogDocument(cat))))
+	b.ReportAllocs()
+	for b.Loop() {
+		catalogDocument(cat)
+	}
+}
+
+// serveProcess is the release binary's serve command, spoken to in
+// newline-delimited JSON-RPC on its stdio.
+type serveProcess struct {
+	t      testing.TB
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	stderr bytes.Buffer
+}
+
+func startServe(t testing.TB, env []string) *serveProcess {
+	p := &serveProcess{t: t, cmd: exec.Command(releaseBinary(t), "serve")}
+	p.cmd.Env = env
+	p.cmd.Stderr = &p.stderr
+	p.in, _ = p.cmd.StdinPipe()
+	stdout, _ := p.cmd.StdoutPipe()
+	p.out = bufio.NewReaderSize(stdout, 1<<20)
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.cmd.Process.Kill(); p.cmd.Wait() })
+	p.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if line := p.reply(); !bytes.Contains(line, []byte(`"id":0`)) {
+		t.Fatalf("initialize: %s", line)
+	}
+	p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return p
+}
+
+func (p *serveProcess) send(line string) {
+	if _, err := io.WriteString(p.in, line+"\n"); err != nil {
+		p.t.Fatalf("writing to serve: %v\n%s", err, p.stderr.Bytes())
+	}
+}
+
+// reply reads the next line the process writes.
+func (p *serveProcess) reply() []byte {
+	line, err := p.out.ReadBytes('\n')
+	if err != nil {
+		p.t.Fatalf("reading from serve: %v\n%s", err, p.stderr.Bytes())
+	}
+	return line
+}
+
+// peakRSS is the process's peak resident set (VmHWM) in bytes.
+func (p *serveProcess) peakRSS() int64 {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	for line := range strings.Lines(string(status)) {
+		if kb, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB")), 10, 64)
+			return n << 10
+		}
+	}
+	p.t.Fatalf("no VmHWM in %s", status)
+	return 0
+}
+
+// toolCall is the JSON-RPC line of a tools/call.
+func toolCall(id int, name, arguments string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id, name, arguments)
+}
+
+// maximalCatalog is a legal catalog of the largest size a scan accepts:
+// plugins manifests of tools each, whose bodies with the plugin list and the
+// roots make just under the scan's 2 MiB. Each tool has props input
+// properties (half of them again in its outputSchema); with enum > 0 each
+// property is an integer enum of that many values, the densest shape for a
+// decoded tree, else a described string. Tool descriptions (up to 2,000
+// characters) and then the inputSchema's description take the rest.
+type maximalCatalog struct {
+	name                        string
+	plugins, tools, props, enum int
+}
+
+var maximalCatalogs = []maximalCatalog{
+	{"128 plugins of 4 tools, long descriptions and schemas", 128, 4, 12, 0},
+	{"128 plugins of 4 tools, dense values", 128, 4, 12, 50},
+	{"8 plugins of 64 tools, dense values", 8, 64, 4, 20},
+}
+
+// size is the size of each manifest.
+func (c maximalCatalog) size() int {
+	return min((scanByteLimit-32<<10)/c.plugins, manifestLimits.bytes-16)
+}
+
+func (c maximalCatalog) manifest(slug string) string {
+	var props []string
+	for j := range c.props {
+		if c.enum > 0 {
+			var enum []string
+			for k := range c.enum {
+				enum = append(enum, strconv.Itoa(k))
+			}
+			props = append(props, fmt.Sprintf(`"f%02d": {"type": "integer", "enum": [%s]}`, j, strings.Join(enum, ",")))
+		} else {
+			props = append(props, fmt.Sprintf(`"field_%02d": {"type": "string", "title": "Field %d", "description": "Only the records whose field %d matches this value exactly.", "maxLength": 64}`, j, j, j))
+		}
+	}
+	output := `{"type": "object", "properties": {"count": {"type": "integer", "minimum": 0}, "results": {"type": "array", "items": {"type": "object", "properties": {` +
+		strings.Join(props[:c.props/2], ", ") + `}}}}}`
+	tool := func(i, pad int) string {
+		method, effect, ro, destructive := "GET", "read", true, false
+		switch i % 4 {
+		case 2:
+			method, effect, ro = "POST", "write", false
+		case 3:
+			method, effect, ro, destructive = "DELETE", "destructive", false, true
+		}
+		text := strings.Repeat("Describes the operation at length. ", pad/35+1)
+		desc, more := text[:min(pad, 2000)], text[:max(pad-2000, 0)]
+		return fmt.Sprintf(`{"name": "tool_%d", "title": "Tool %d of %s", "description": %q, "method": %q, "path": "things/%d/", "effect": %q,
+   "inputSchema": {"type": "object", "description": %q, "properties": {%s}, "additionalProperties": false},
+   "outputSchema": %s,
+   "annotations": {"readOnlyHint": %t, "destructiveHint": %t, "idempotentHint": true, "openWorldHint": false}}`,
+			i, i, slug, desc, method, i, effect, more, strings.Join(props, ", "), output, ro, destructive)
+	}
+	doc := func(pad int) string {
+		var tools []string
+		for i := range c.tools {
+			tools = append(tools, tool(i, pad))
+		}
+		return `{"schema_version": "1", "plugin": "` + slug + `", "tools": [` + strings.Join(tools, ",\n  ") + `]}`
+	}
+	pad := (c.size() - len(doc(1))) / c.tools // each tool grows by pad
+	m := doc(1 + pad)
+	return m + strings.Repeat(" ", c.size()-len(m))
+}
+
+// processMemoryLimit is SPEC §11's bound on the peak RSS of one process.
+const processMemoryLimit = 64 << 20
+
+// TestServeMemoryBounded: the release binary's serve process stays under
+// 64 MiB of peak RSS (VmHWM) with 32 concurrent full scans of each maximal
+// catalog, and with 32 request lines over, or just under, the 1 MiB line
+// limit (SPEC §11).
+func TestServeMemoryBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the release binary against 128 plugins")
+	}
+	for _, c := range maximalCatalogs {
+		t.Run("32 full scans of "+c.name, func(t *testing.T) {
+			s := newCatalogServer(t, 2*time.Millisecond, c.plugins, c.manifest)
+			if n := s.discoveryBytes(); n >= scanByteLimit || n < scanByteLimit-48<<10 {
+				t.Fatalf("the catalog has %d bytes of discovery bodies, want just under %d", n, scanByteLimit)
+			}
+			if _, ps := parseManifest([]byte(c.manifest("p000"))); len(ps) > 0 {
+				t.Fatalf("the manifest is not valid: %v", ps)
+			}
+			p := startServe(t, s.env(t))
+			start := time.Now()
+			for id := 1; id <= 32; id++ {
+				p.send(toolCall(id, "plugin_list_tools", "{}"))
+			}
+			for range 32 {
+				line := p.reply()
+				if n := bytes.Count(line, []byte(`"qualified_name":"`)); n != scanToolLimit || bytes.Contains(line, []byte(`"isError":true`)) {
+					t.Fatalf("a reply with %d tools: %s", n, clip(string(line), 2000))
+				}
+			}
+			peak := p.peakRSS()
+			t.Logf("memory: 32 concurrent full scans of %s, %d bytes of discovery bodies: peak RSS %.1f MiB (%.1f s)",
+				c.name, s.discoveryBytes(), float64(peak)/(1<<20), time.Since(start).Seconds())
+			if peak >= processMemoryLimit {
+				t.Errorf("peak RSS %d bytes, want under %d", peak, processMemoryLimit)
+			}
+		})
+	}
+	// Lines over the limit are garbage by definition (-32700); lines just
+	// under it reach the SDK, whose tool handler refuses their arguments.
+	line := func(id, size int) string {
+		envelope := `{"jsonrpc":"2.0","id":%2d,"method":"tools/call","params":{"name":"plugin_list_tools","arguments":{"plugin":"%s"}}}`
+		return fmt.Sprintf(envelope, id, strings.Repeat("x", size-len(envelope)+3)) // the id takes 2 of the 5 bytes of %2d and %s
+	}
+	for _, c := range []struct {
+		name  string
+		size  int
+		reply string
+	}{
+		{"32 oversize request lines of 4 MiB", 4 << 20, "-32700"},
+		{"32 request lines just under the 1 MiB limit", maxLineLength - 1, `"isError":true`}, // and the newline
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if n := len(line(10, c.size)); n != c.size {
+				t.Fatalf("a line of %d bytes, want %d", n, c.size)
+			}
+			p := startServe(t, []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()})
+			go func() {
+				for id := 10; id < 42; id++ {
+					if _, err := io.WriteString(p.in, line(id, c.size)+"\n"); err != nil {
+						return // the reader below reports it
+					}
+				}
+			}()
+			for range 32 {
+				if reply := p.reply(); !bytes.Contains(reply, []byte(c.reply)) {
+					t.Fatalf("reply %s", clip(string(reply), 500))
+				}
+			}
+			peak := p.peakRSS()
+			t.Logf("memory: %s: peak RSS %.1f MiB", c.name, float64(peak)/(1<<20))
+			if peak >= processMemoryLimit {
+				t.Errorf("peak RSS %d bytes, want under %d", peak, processMemoryLimit)
+			}
+		})
+	}
+}
+
+// TestServeConcurrentReads: the process-wide gate does not serialize
+// ordinary calls (SPEC §11): 64 concurrent plugin_call_tool reads of a
+// plugin with a small manifest are all in flight at the target at once.
+func TestServeConcurrentReads(t *testing.T) {
+	s := newCatalogServer(t, 50*time.Millisecond, 1, benchManifest)
+	p := startServe(t, s.env(t))
+	start := time.Now()
+	for id := 1; id <= 64; id++ {
+		p.send(toolCall(id, "plugin_call_tool", `{"plugin":"p000","tool":"list_reports","arguments":{"limit":5}}`))
+	}
+	for range 64 {
+		if line := p.reply(); !bytes.Contains(line, []byte(`"status":200`)) || bytes.Contains(line, []byte(`"isError":true`)) {
+			t.Fatalf("reply %s", line)
+		}
+	}
+	t.Logf("concurrency: 64 plugin_call_tool reads behind %v: %d target requests in flight at once, %d requests of any kind, %.1f latencies",
+		s.latency, s.tpeak.Load(), s.peak.Load(), float64(time.Since(start))/float64(s.latency))
+	if n := s.tpeak.Load(); n < 48 {
+		t.Errorf("at most %d of 64 reads were in flight at once", n)
+	}
+}
+
+// TestCheapTreeIsTheSameTree: the decoder's shortcuts (strings cut from one
+// copy of the document, arenas, appendString's runs, sizes and bounds found
+// without encoding, detached copies) give what the plain way gives, on every
+// valid document of the JSON test suite and the test manifests.
+func TestCheapTreeIsTheSameTree(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "conformance", "json-test-suite", "*.json"))
+	more, _ := filepath.Glob(filepath.Join("testdata", "manifests", "*.json"))
+	docs := [][]byte{[]byte(benchManifest("p000")), []byte(maximalCatalogs[1].manifest("p000")), []byte(`{"a\n\u00e9\"": ["\ud83d\ude00", "x\\/y", -0.5e3, {}, []]}`)}
+	for _, f := range append(files, more...) {
+		data, _ := os.ReadFile(f)
+		docs = append(docs, data)
+	}
+	checked := 0
+	for _, data := range docs {
+		v, err := decode(data, rootLimits)
+		if err != nil {
+			continue
+		}
+		checked++
+		var plain any
+		if json.Unmarshal(data, &plain) != nil {
+			t.Fatalf("%.60q: decoded, but encoding/json refuses it", data)
+		}
+		enc := encode(v)
+		var again any
+		if json.Unmarshal(enc, &again) != nil || !reflect.DeepEqual(plain, again) {
+			t.Errorf("%.60q: encoded as %.60q", data, enc)
+		}
+		if n := encodedLen(v); n != len(enc) {
+			t.Errorf("%.60q: encodedLen %d, encoding %d bytes", data, n, len(enc))
+		}
+		if d := detach(v); !bytes.Equal(encode(d), enc) {
+			t.Errorf("%.60q: detached copy encodes differently", data)
+		}
+		for _, lim := range []limits{schemaLimits, {bytes: len(enc) - 1, depth: 64, values: 1 << 20},
+			{bytes: 1 << 20, depth: 1, values: 1 << 20}, {bytes: 1 << 20, depth: 64, values: 3}, {bytes: 1 << 20, depth: 2, values: 5}} {
+			want := ""
+			sc, err := newScanner(enc, lim)
+			if err == nil {
+				err = sc.validate(nil, "")
+			}
+			if se, ok := err.(*syntaxError); ok {
+				want = se.msg
+			}
+			if got := exceeds(v, lim); got != want {
+				t.Errorf("%.60q, %+v: exceeds says %q, the scanner %q", data, lim, got, want)
+			}
+		}
+	}
+	if checked < 100 {
+		t.Fatalf("only %d documents checked", checked)
+	}
+	// appendString against the byte-by-byte rule, on every byte.
+	plainString := func(s string) []byte {
+		b := []byte{'"'}
+		for i := 0; i < len(s); i++ {
+			switch c := s[i]; {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c < 0x20:
+				b = append(b, fmt.Sprintf(`\u%04x`, c)...)
+			default:
+				b = append(b, c)
+			}
+		}
+		return append(b, '"')
+	}
+	for c := range 256 {
+		for _, s := range []string{string(rune(c)), string([]byte{byte(c)}), "ab" + string([]byte{byte(c)}) + "cd" + string([]byte{byte(c)})} {
+			if got, want := appendString(nil, s), plainString(s); !bytes.Equal(got, want) {
+				t.Errorf("appendString(%q) = %q, want %q", s, got, want)
+			}
+			if n := encodedStringLen(s); n != len(plainString(s)) {
+				t.Errorf("encodedStringLen(%q) = %d", s, n)
+			}
+		}
+	}
+}
+
+// TestCompiledSchemaKeepsNoDocument: a decoded tree's strings are slices of
+// one copy of its document; a compiled schema keeps copies of the strings it
+// needs, never those slices, so the document's text and tree are garbage
+// once a manifest is compiled (SPEC §11).
+func TestCompiledSchemaKeepsNoDocument(t *testing.T) {
+	data := []byte(`{"type": "object", "properties": {"a": {"enum": ["x", 1, {"k": "v"}, null]}, "b": {"const": {"c": ["d", 2.5]},
+		"minimum": 12345678901234567890.5, "maximum": 7, "multipleOf": 0.5}, "c": {"type": "array", "items": {"type": "string", "maxLength": 3}}},
+		"required": ["a", "z"], "additionalProperties": false}`)
+	v, err := decode(data, schemaLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := uintptr(unsafe.Pointer(unsafe.StringData(v.obj[0].key))) - uintptr(bytes.Index(data, []byte("type")))
+	var strs []string
+	var values func(v value)
+	values = func(v value) {
+		strs = append(strs, v.s)
+		for _, e := range v.arr {
+			values(e)
+		}
+		for _, m := range v.obj {
+			strs = append(strs, m.key)
+			values(m.val)
+		}
+	}
+	values(v)
+	var schemas func(s *schema)
+	schemas = func(s *schema) {
+		if s == nil {
+			return
+		}
+		for _, p := range s.props {
+			strs = append(strs, p.name)
+			schemas(p.schema)
+		}
+		for _, e := range s.enum {
+			values(e)
+		}
+		if s.constant != nil {
+			values(*s.constant)
+		}
+		for _, b := range []*bound{s.minimum, s.maximum, s.exclMin, s.exclMax, s.multipleOf} {
+			if b != nil {
+				strs = append(strs, b.text)
+			}
+		}
+		schemas(s.items)
+		schemas(s.additional)
+		schemas(s.propertyNames)
+	}
+	inText := func(s string) bool {
+		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		return s != "" && p >= text && p < text+uintptr(len(data))
+	}
+	tree := len(strs)
+	if !slices.ContainsFunc(strs, inText) {
+		t.Fatal("the decoded tree's strings are not slices of its text: the test measures nothing")
+	}
+	var ps problems
+	s := compileSchema(v, "inputSchema", &ps)
+	if s == nil {
+		t.Fatal(ps)
+	}
+	strs = strs[:0]
+	schemas(s)
+	if len(strs) < 10 {
+		t.Fatalf("only %d strings in the compiled schema", len(strs))
+	}
+	for _, str := range strs {
+		if inText(str) {
+			t.Errorf("the compiled schema keeps %q, a slice of the document", str)
+		}
+	}
+	t.Logf("%d strings in the tree, %d in the compiled schema", tree, len(strs))
+}
+
 // TestServeExitsCleanly: SPEC §11, the release binary ends with status 0
 // when stdin closes and when it gets SIGTERM or SIGINT, at once even with a
 // call in flight (it is cancelled, its reply never written), logging at
@@ -1829,9 +2515,9 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// startServe starts the release binary's serve with args and env, and
+// startHTTPServe starts the release binary's serve with args and env, and
 // waits until addr answers /healthz.
-func startServe(t *testing.T, env []string, addr string, client *http.Client, scheme string, args ...string) (*exec.Cmd, *syncBuffer) {
+func startHTTPServe(t *testing.T, env []string, addr string, client *http.Client, scheme string, args ...string) (*exec.Cmd, *syncBuffer) {
 	t.Helper()
 	cmd := exec.Command(releaseBinary(t), append([]string{"serve", "--http", addr}, args...)...)
 	cmd.Env = append(env, "HOME="+t.TempDir(), "PATH="+os.Getenv("PATH"))
@@ -1908,7 +2594,7 @@ func TestHTTPServeStartup(t *testing.T) {
 	// The file wins over the variable; one trailing newline is dropped.
 	addr := freeAddr(t)
 	tokenFile := file("token", "from-file\n", 0o600)
-	_, stderr := startServe(t, append(shared, "NETBOX_MCP_AUTH_TOKEN=from-env"), addr, http.DefaultClient, "http", "--auth-token-file", tokenFile)
+	_, stderr := startHTTPServe(t, append(shared, "NETBOX_MCP_AUTH_TOKEN=from-env"), addr, http.DefaultClient, "http", "--auth-token-file", tokenFile)
 	for auth, want := range map[string]int{"Bearer from-file": 200, "Bearer from-env": 401, "Bearer from-file\n": 401} {
 		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
 		req.Header.Set("Authorization", strings.TrimSuffix(auth, "\n"))
@@ -1944,7 +2630,7 @@ func TestHTTPServeTLS(t *testing.T) {
 	addr := freeAddr(t)
 	f := newInvNetBox(t)
 	f.locked(func() { f.token = "" })
-	startServe(t, []string{"NETBOX_URL=" + f.URL}, addr, client, "https", "--tls-cert", certFile, "--tls-key", keyFile)
+	startHTTPServe(t, []string{"NETBOX_URL=" + f.URL}, addr, client, "https", "--tls-cert", certFile, "--tls-key", keyFile)
 	transport := &mcp.StreamableClientTransport{Endpoint: "https://" + addr + "/mcp",
 		HTTPClient: &http.Client{Transport: &authTLS{auth: "Bearer nbt_k.s", base: client.Transport}}}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(), transport, nil)
@@ -1987,7 +2673,7 @@ func TestHTTPServeDrain(t *testing.T) {
 	})
 	_, port, _ := net.SplitHostPort(freeAddr(t))
 	addr := "127.0.0.1:" + port
-	cmd, stderr := startServe(t, []string{"NETBOX_URL=" + f.URL, "NETBOX_MCP_ALLOW_MUTATIONS=1"}, addr, http.DefaultClient, "http", "--log-format", "json")
+	cmd, stderr := startHTTPServe(t, []string{"NETBOX_URL=" + f.URL, "NETBOX_MCP_ALLOW_MUTATIONS=1"}, addr, http.DefaultClient, "http", "--log-format", "json")
 	cs := httpSession(t, "http://"+addr, "Bearer nbt_caller."+secret, protocolVersions[0])
 	result := make(chan result, 1)
 	go func() { result <- callInv(t, cs, "create", map[string]any{"name": "x"}) }()

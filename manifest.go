@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"regexp"
 	"slices"
@@ -33,6 +34,15 @@ type tool struct {
 	descriptor                        []byte  // compact, as in the manifest, outputSchema null when absent
 	input                             *schema // root of inputSchema
 	output                            *schema // nil when absent
+}
+
+// dropSchemas forgets the compiled schemas, for a caller that needs only
+// the descriptors (a full scan): a compiled schema can cost many times its
+// text.
+func (m *manifest) dropSchemas() {
+	for _, t := range m.tools {
+		t.input, t.output = nil, nil
+	}
 }
 
 func (m *manifest) tool(name string) *tool {
@@ -99,7 +109,7 @@ func parseManifest(data []byte) (*manifest, problems) {
 	if v, _ := doc.get("plugin"); v.kind != kindString || !slugPattern.MatchString(v.s) {
 		ps.add("plugin", "must be a plugin slug matching %s", slugPattern)
 	} else {
-		m.plugin = v.s
+		m.plugin = strings.Clone(v.s)
 	}
 	tools, _ := doc.get("tools")
 	if tools.kind != kindArray || len(tools.arr) < 1 || len(tools.arr) > manifestToolLimit {
@@ -107,9 +117,10 @@ func parseManifest(data []byte) (*manifest, problems) {
 		return nil, ps
 	}
 	names := map[string]int{}
+	scratch := make([]byte, 0, min(len(data), 8<<10)) // most descriptors fit
 	for i, tv := range tools.arr {
 		loc := index("tools", i)
-		t := ps.checkTool(tv, loc)
+		t := ps.checkTool(tv, loc, &scratch)
 		if t == nil {
 			continue
 		}
@@ -127,7 +138,7 @@ func parseManifest(data []byte) (*manifest, problems) {
 }
 
 // checkTool checks one descriptor and returns it when it is valid.
-func (ps *problems) checkTool(v value, loc string) *tool {
+func (ps *problems) checkTool(v value, loc string, scratch *[]byte) *tool {
 	if !ps.exactKeys(v, loc, "a tool descriptor", descriptorKeys, []string{"outputSchema"}) {
 		return nil
 	}
@@ -140,8 +151,9 @@ func (ps *problems) checkTool(v value, loc string) *tool {
 		}
 		return f.s
 	}
-	t := &tool{name: str("name"), method: str("method"), path: str("path"), effect: str("effect")}
-	title, description := str("title"), str("description")
+	// The tool outlives the manifest's tree: it keeps copies.
+	t := &tool{name: strings.Clone(str("name")), method: strings.Clone(str("method")), path: strings.Clone(str("path")), effect: strings.Clone(str("effect"))}
+	title, description := strings.Clone(str("title")), str("description")
 	if len(*ps) > before {
 		return nil
 	}
@@ -176,11 +188,20 @@ func (ps *problems) checkTool(v value, loc string) *tool {
 	if len(*ps) > before {
 		return nil
 	}
-	if _, found := v.get("outputSchema"); !found {
-		v.obj = append(slices.Clip(v.obj), member{"outputSchema", value{}})
-	}
-	t.title, t.descriptor = title, encode(v)
+	t.title, t.descriptor = title, encodeDescriptor(v, scratch)
 	return t
+}
+
+// encodeDescriptor is the compact encoding of a valid descriptor, with
+// "outputSchema": null added when it has none. It is encoded in scratch,
+// which a manifest's tools share, and copied out at its size.
+func encodeDescriptor(v value, scratch *[]byte) []byte {
+	b := appendJSON((*scratch)[:0], v)
+	if _, found := v.get("outputSchema"); !found {
+		b = append(append(b[:len(b)-1], `,"outputSchema":null`...), '}')
+	}
+	*scratch = b
+	return bytes.Clone(b)
 }
 
 func (ps *problems) checkAnnotations(tool value, loc, effect string) {

@@ -84,20 +84,32 @@ func (e *syntaxError) Error() string {
 	return fmt.Sprintf("invalid JSON at line %d, column %d (byte %d): %s", e.line, e.column, e.offset, e.msg)
 }
 
+// at is the syntax error as a problem of the document named root.
+func (e *syntaxError) at(root string) *problem {
+	return &problem{Location: relocated(e.loc, root), Message: e.Error(), Line: e.line, Column: e.column}
+}
+
 // scanner is the one strict tokenizer under every document the bridge reads.
 // It enforces the depth and value limits while it reads.
 type scanner struct {
-	data    []byte
-	pos     int
-	depth   int
-	values  int
-	lim     limits
-	scratch []byte
+	data        []byte
+	pos         int
+	depth       int
+	values      int
+	memberCount int     // object members read
+	sizes       []int32 // when not nil, the size of each container read, in order
+	nextSize    int     // build: the next container's index in sizes
+	lim         limits
+	scratch     []byte
 
-	// Decoding state: containers under construction, and interned keys.
-	members  []member
-	elements []value
-	keys     map[string]string
+	// Decoding state: containers under construction and the arenas their
+	// copies are cut from, interned keys, and the document as a string.
+	members      []member
+	elements     []value
+	memberArena  arena[member]
+	elementArena arena[value]
+	keys         map[string]string
+	text         string
 }
 
 func newScanner(data []byte, lim limits) (scanner, error) {
@@ -162,6 +174,22 @@ func (sc *scanner) open() error {
 	}
 	sc.pos++
 	return nil
+}
+
+// recordSize reserves the size of the container just opened, when the
+// scanner records sizes for build.
+func (sc *scanner) recordSize() int {
+	if sc.sizes == nil {
+		return -1
+	}
+	sc.sizes = append(sc.sizes, 0)
+	return len(sc.sizes) - 1
+}
+
+func (sc *scanner) setSize(at, n int) {
+	if at >= 0 {
+		sc.sizes[at] = int32(n)
+	}
 }
 
 // more reports whether another element or member follows in the container
@@ -416,40 +444,91 @@ func mantissa(tok []byte) []byte {
 // decode reads one strict JSON document into a value tree. The validator's
 // strict pass checks it first, so building the tree needs no checks.
 func decode(data []byte, lim limits) (value, error) {
-	if err := (*schema)(nil).validateBytes(data, lim, ""); err != nil {
-		return value{}, err
+	checked, err := newScanner(data, lim)
+	if err == nil {
+		checked.sizes = make([]int32, 0, 64)
+		err = checked.validate(nil, "")
 	}
-	return build(data), nil
+	if err == nil {
+		err = checked.finish()
+	}
+	if e, ok := err.(*syntaxError); ok {
+		return value{}, e.at("")
+	}
+	// Every value but the top-level one is a member or an element: the
+	// arenas get their exact sizes, and each container its size in order.
+	sc := scanner{data: data, text: string(data), sizes: checked.sizes}
+	sc.memberArena.free = make([]member, checked.memberCount)
+	sc.elementArena.free = make([]value, checked.values-1-checked.memberCount)
+	return sc.build(), nil
 }
 
-// build reads a document that validate has accepted into a value tree.
+// build reads a document that validate has accepted into a value tree. The
+// tree is cheap: its strings and number tokens share one copy of the
+// document, and its containers are cut from a few arenas. So any part of it
+// keeps all of it alive; what outlives the document (a compiled schema, a
+// tool) copies what it keeps (see detach).
 func build(data []byte) value {
-	s := scanner{data: data}
+	s := scanner{data: data, text: string(data)}
 	return s.build()
 }
 
-// build reads a value that validate has accepted. Containers collect their
-// children on stacks shared by every level and are copied out once, at
-// their exact size.
+// build reads a value that validate has accepted. When validate recorded
+// the containers' sizes (decode), each container is cut from its arena at
+// its size and filled in place; otherwise its children collect on stacks
+// shared by every level and are copied out once, at their exact size.
 func (sc *scanner) build() value {
 	switch c := sc.peek(); c {
 	case '{':
 		sc.pos++
+		if sc.sizes != nil {
+			obj := sc.memberArena.alloc(sc.size())
+			for i := range obj {
+				if i > 0 {
+					sc.peek()
+					sc.pos++ // the comma
+				}
+				sc.peek()
+				obj[i].key = sc.buildString()
+				sc.peek()
+				sc.pos++ // the colon
+				obj[i].val = sc.build()
+			}
+			sc.peek()
+			sc.pos++
+			return value{kind: kindObject, obj: obj}
+		}
 		mark := len(sc.members)
 		for sc.peek() != '}' {
 			if sc.data[sc.pos] == ',' {
 				sc.pos++
+				sc.skipSpace()
 			}
-			k := sc.key()
+			k := sc.buildString()
+			sc.peek()
+			sc.pos++ // the colon
 			m := sc.build()
 			sc.members = append(sc.members, member{k, m})
 		}
 		sc.pos++
-		v := value{kind: kindObject, obj: slices.Clone(sc.members[mark:len(sc.members):len(sc.members)])}
+		v := value{kind: kindObject, obj: sc.memberArena.take(sc.members[mark:])}
 		sc.members = sc.members[:mark]
 		return v
 	case '[':
 		sc.pos++
+		if sc.sizes != nil {
+			arr := sc.elementArena.alloc(sc.size())
+			for i := range arr {
+				if i > 0 {
+					sc.peek()
+					sc.pos++ // the comma
+				}
+				arr[i] = sc.build()
+			}
+			sc.peek()
+			sc.pos++
+			return value{kind: kindArray, arr: arr}
+		}
 		mark := len(sc.elements)
 		for sc.peek() != ']' {
 			if sc.data[sc.pos] == ',' {
@@ -458,15 +537,11 @@ func (sc *scanner) build() value {
 			sc.elements = append(sc.elements, sc.build())
 		}
 		sc.pos++
-		v := value{kind: kindArray, arr: slices.Clone(sc.elements[mark:len(sc.elements):len(sc.elements)])}
+		v := value{kind: kindArray, arr: sc.elementArena.take(sc.elements[mark:])}
 		sc.elements = sc.elements[:mark]
 		return v
 	case '"':
-		raw, esc, _, _ := sc.str()
-		if esc {
-			return value{kind: kindString, s: sc.unescape(raw)}
-		}
-		return value{kind: kindString, s: string(raw)}
+		return value{kind: kindString, s: sc.buildString()}
 	case 't', 'f', 'n':
 		k, b, _ := sc.literal()
 		return value{kind: k, b: b}
@@ -475,7 +550,132 @@ func (sc *scanner) build() value {
 	for sc.pos < len(sc.data) && strings.IndexByte("+-.0123456789eE", sc.data[sc.pos]) >= 0 {
 		sc.pos++
 	}
-	return value{kind: kindNumber, s: string(sc.data[start:sc.pos])}
+	return value{kind: kindNumber, s: sc.text[start:sc.pos]}
+}
+
+// buildString reads a checked string token: without escapes it is a slice
+// of the document's text.
+func (sc *scanner) buildString() string {
+	start := sc.pos + 1
+	if n := bytes.IndexByte(sc.data[start:], '"'); n >= 0 && bytes.IndexByte(sc.data[start:start+n], '\\') < 0 {
+		sc.pos = start + n + 1
+		return sc.text[start : start+n]
+	}
+	raw, _, _, _ := sc.str()
+	return sc.unescape(raw)
+}
+
+// arena hands out slices of one backing array until it is used up; each
+// new array is twice as large as the last, so a tree of n containers costs
+// O(log n) allocations.
+type arena[T any] struct {
+	free []T
+	size int // of the last backing array
+}
+
+// alloc returns n zero values, cut from the arena.
+func (a *arena[T]) alloc(n int) []T {
+	if n == 0 {
+		return []T{}
+	}
+	if len(a.free) < n {
+		a.size = max(n, 2*a.size, 16)
+		a.free = make([]T, a.size)
+	}
+	c := a.free[:n:n]
+	a.free = a.free[n:]
+	return c
+}
+
+// size is the size of the next container, which validate recorded.
+func (sc *scanner) size() int {
+	n := sc.sizes[sc.nextSize]
+	sc.nextSize++
+	return int(n)
+}
+
+// take returns a copy of s, cut from the arena.
+func (a *arena[T]) take(s []T) []T {
+	if len(s) == 0 {
+		return []T{}
+	}
+	if len(a.free) < len(s) {
+		a.size = max(len(s), 2*a.size, 16)
+		a.free = make([]T, a.size)
+	}
+	c := a.free[:len(s):len(s)]
+	copy(c, s)
+	a.free = a.free[len(s):]
+	return c
+}
+
+// detach returns a deep copy of v that shares no memory with the document
+// it was built from: its strings are one new allocation.
+func detach(v value) value {
+	var b strings.Builder
+	b.Grow(stringBytes(v))
+	collectStrings(&b, v)
+	d := detacher{b.String()}
+	return d.copy(v)
+}
+
+// stringBytes is the length of every string, key and number token in v.
+func stringBytes(v value) int {
+	n := len(v.s)
+	for _, e := range v.arr {
+		n += stringBytes(e)
+	}
+	for _, m := range v.obj {
+		n += len(m.key) + stringBytes(m.val)
+	}
+	return n
+}
+
+// collectStrings writes the strings stringBytes counts, in tree order.
+func collectStrings(b *strings.Builder, v value) {
+	b.WriteString(v.s)
+	for _, e := range v.arr {
+		collectStrings(b, e)
+	}
+	for _, m := range v.obj {
+		b.WriteString(m.key)
+		collectStrings(b, m.val)
+	}
+}
+
+// detacher copies a tree, taking its strings in order from the front of
+// text.
+type detacher struct{ text string }
+
+func (d *detacher) take(n int) string {
+	s := d.text[:n]
+	d.text = d.text[n:]
+	return s
+}
+
+func (d *detacher) copy(v value) value {
+	v.s = d.take(len(v.s))
+	if v.arr != nil {
+		arr := make([]value, len(v.arr))
+		for i, e := range v.arr {
+			if e.arr == nil && e.obj == nil {
+				e.s = d.take(len(e.s)) // a scalar, the usual enum value
+				arr[i] = e
+			} else {
+				arr[i] = d.copy(e)
+			}
+		}
+		v.arr = arr
+	}
+	if v.obj != nil {
+		obj := make([]member, len(v.obj))
+		for i, m := range v.obj {
+			obj[i].key = d.take(len(m.key))
+			obj[i].val = d.copy(m.val)
+		}
+		v.obj = obj
+	}
+	return v
 }
 
 // appendJSON appends the compact encoding of v. Number tokens are copied as
@@ -513,26 +713,80 @@ func appendJSON(b []byte, v value) []byte {
 	}
 }
 
+// appendString appends s as a JSON string: '"', '\\' and control
+// characters escaped, every other byte copied as it is, in runs.
 func appendString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
+	start := 0
 	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"' || c == '\\':
-			b = append(b, '\\', c)
-		case c == '\n':
-			b = append(b, '\\', 'n')
-		case c < 0x20:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-		default:
-			b = append(b, c)
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
 		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+		}
+		start = i + 1
 	}
+	b = append(b, s[start:]...)
 	return append(b, '"')
 }
 
 // encode returns the compact encoding of v.
-func encode(v value) []byte { return appendJSON(nil, v) }
+func encode(v value) []byte { return appendJSON(make([]byte, 0, encodedLen(v)), v) }
+
+// encodedLen is the length of the compact encoding of v.
+func encodedLen(v value) int {
+	switch v.kind {
+	case kindNull:
+		return len("null")
+	case kindBool:
+		if v.b {
+			return len("true")
+		}
+		return len("false")
+	case kindNumber:
+		return len(v.s)
+	case kindString:
+		return encodedStringLen(v.s)
+	case kindArray:
+		n := 2 + max(len(v.arr)-1, 0) // brackets and commas
+		for _, e := range v.arr {
+			n += encodedLen(e)
+		}
+		return n
+	}
+	n := 2 + max(len(v.obj)-1, 0) // braces and commas
+	for _, m := range v.obj {
+		n += encodedStringLen(m.key) + 1 + encodedLen(m.val)
+	}
+	return n
+}
+
+// encodedStringLen is the length of appendString's encoding of s.
+func encodedStringLen(s string) int {
+	n := len(s) + 2
+	for i := 0; i < len(s); i++ {
+		n += int(escapeGrowth[s[i]])
+	}
+	return n
+}
+
+// escapeGrowth is how many bytes appendString adds to each byte value.
+var escapeGrowth = func() (g [256]uint8) {
+	for c := range 0x20 {
+		g[c] = 5 // \u00XX
+	}
+	g['\n'], g['"'], g['\\'] = 1, 1, 1
+	return g
+}()
 
 // clipLimit bounds how much hostile text a message may echo (SPEC §4).
 const clipLimit = 200
@@ -653,7 +907,7 @@ type property struct {
 
 // bound is a numeric keyword value, with a fast path for int64 values.
 type bound struct {
-	rat   *big.Rat
+	rat   *big.Rat // nil for a plain integer token, which i64 holds
 	text  string
 	i64   int64
 	isI64 bool
@@ -726,21 +980,80 @@ func index(loc string, i int) string { return loc + "[" + strconv.Itoa(i) + "]" 
 // compileSchema compiles v, found at loc, and reports every broken rule,
 // after checking the per-schema bounds on its compact encoding.
 func compileSchema(v value, loc string, ps *problems) *schema {
-	sc, err := newScanner(encode(v), schemaLimits)
-	if err == nil {
-		err = sc.validate(nil, "")
-	}
-	if se, ok := err.(*syntaxError); ok {
-		ps.add(loc, "the schema is too large (64 KiB, depth 16 and 2048 values at most): %s", se.msg)
+	if msg := exceeds(v, schemaLimits); msg != "" {
+		ps.add(loc, "the schema is too large (64 KiB, depth 16 and 2048 values at most): %s", msg)
 		return nil
 	}
-	return compile(v, loc, ps)
+	return compile(v, &location{root: loc, segments: make([]segment, 0, schemaLimits.depth+1)}, ps)
+}
+
+// location is the JSON location of the value being compiled: segments are
+// pushed and popped as compile descends, and rendered only when a problem
+// names them.
+type location struct {
+	root     string
+	segments []segment
+}
+
+// segment is a member key, or an element index when index >= 0.
+type segment struct {
+	key   string
+	index int
+}
+
+func (l *location) push(key string) { l.segments = append(l.segments, segment{key, -1}) }
+func (l *location) pop()            { l.segments = l.segments[:len(l.segments)-1] }
+
+func (l *location) String() string {
+	s := l.root
+	for _, g := range l.segments {
+		if g.index >= 0 {
+			s = index(s, g.index)
+		} else {
+			s = child(s, g.key)
+		}
+	}
+	return s
+}
+
+// exceeds is what the strict scanner says of v's compact encoding when it
+// breaks lim, found without encoding it: the size first, then the first
+// value, in document order, that is one too many or one level too deep.
+func exceeds(v value, lim limits) string {
+	if n := encodedLen(v); n > lim.bytes {
+		return fmt.Sprintf("document is larger than %d bytes", lim.bytes)
+	}
+	values := 0
+	return firstExcess(v, lim, 0, &values)
+}
+
+func firstExcess(v value, lim limits, depth int, values *int) string {
+	if *values++; *values > lim.values {
+		return fmt.Sprintf("more than %d values", lim.values)
+	}
+	if v.kind != kindArray && v.kind != kindObject {
+		return ""
+	}
+	if depth++; depth > lim.depth {
+		return fmt.Sprintf("nesting deeper than %d", lim.depth)
+	}
+	for _, e := range v.arr {
+		if msg := firstExcess(e, lim, depth, values); msg != "" {
+			return msg
+		}
+	}
+	for _, m := range v.obj {
+		if msg := firstExcess(m.val, lim, depth, values); msg != "" {
+			return msg
+		}
+	}
+	return ""
 }
 
 // compile compiles the schema v found at loc. It lists the subset's
 // keywords (SPEC §5) and checks each value as the meta-schema would; every
 // problem goes to ps.
-func compile(v value, loc string, ps *problems) *schema {
+func compile(v value, loc *location, ps *problems) *schema {
 	s := &schema{minItems: -1, maxItems: -1, minLength: -1, maxLength: -1, minProps: -1, maxProps: -1}
 	switch {
 	case v.kind == kindBool && !v.b:
@@ -748,22 +1061,24 @@ func compile(v value, loc string, ps *problems) *schema {
 	case v.kind == kindBool:
 		return s
 	case v.kind != kindObject:
-		ps.add(loc, "a schema must be an object or a boolean")
+		ps.add(loc.String(), "a schema must be an object or a boolean")
 		return nil
 	}
 	before := len(*ps)
 	var required value
 	for _, m := range v.obj {
-		at, val := child(loc, m.key), m.val
+		loc.push(m.key)
+		at, val := loc, m.val // the keyword's location, until loc.pop below
 		switch m.key {
 		case "type":
 			s.types = compileType(val, at, ps)
 		case "enum":
-			if ps.want(m, kindArray, loc) {
-				s.enum, s.hasEnum = val.arr, true
+			if ps.want(m, kindArray, at) {
+				s.enum, s.hasEnum = detach(val).arr, true
 			}
 		case "const":
-			s.constant = &val
+			c := detach(val)
+			s.constant = &c
 		case "properties":
 			s.compileProperties(val, at, ps)
 		case "required":
@@ -797,36 +1112,37 @@ func compile(v value, loc string, ps *problems) *schema {
 		case "exclusiveMaximum":
 			s.exclMax = numberKeyword(val, at, ps)
 		case "multipleOf":
-			if s.multipleOf = numberKeyword(val, at, ps); s.multipleOf != nil && s.multipleOf.rat.Sign() <= 0 {
-				ps.add(at, "multipleOf must be greater than 0")
+			if s.multipleOf = numberKeyword(val, at, ps); s.multipleOf != nil && s.multipleOf.exact().Sign() <= 0 {
+				ps.add(at.String(), "multipleOf must be greater than 0")
 			}
 		case "uniqueItems":
-			s.unique = ps.want(m, kindBool, loc) && val.b
+			s.unique = ps.want(m, kindBool, at) && val.b
 		case "format":
-			if ps.want(m, kindString, loc) && val.s != "date-time" {
-				ps.add(at, "format %s is not supported: bridge v1 asserts only \"date-time\"", quote(val.s))
+			if ps.want(m, kindString, at) && val.s != "date-time" {
+				ps.add(at.String(), "format %s is not supported: bridge v1 asserts only \"date-time\"", quote(val.s))
 			}
 			s.dateTime = true
 		case "title", "description":
-			ps.want(m, kindString, loc)
+			ps.want(m, kindString, at)
 		case "examples":
-			ps.want(m, kindArray, loc)
+			ps.want(m, kindArray, at)
 		case "deprecated", "readOnly", "writeOnly":
-			ps.want(m, kindBool, loc)
+			ps.want(m, kindBool, at)
 		case "default":
 		default:
-			ps.add(at, "keyword %s is not in the bridge-v1 schema subset", quote(m.key))
+			ps.add(at.String(), "keyword %s is not in the bridge-v1 schema subset", quote(m.key))
 		}
+		loc.pop()
 	}
 	for _, r := range required.arr {
 		i, ok := s.propIndex[r.s]
 		if !ok {
-			i = s.addProperty(property{name: r.s})
+			i = s.addProperty(property{name: strings.Clone(r.s)})
 		}
 		s.required = append(s.required, i)
 	}
 	if it := s.items; len(*ps) == before && s.unique && (it == nil || it.types == 0 || it.types&^scalarTypes != 0 || it.types&(it.types-1) != 0) {
-		ps.add(child(loc, "uniqueItems"), "uniqueItems needs \"items\" that declares exactly one scalar type")
+		ps.add(child(loc.String(), "uniqueItems"), "uniqueItems needs \"items\" that declares exactly one scalar type")
 	}
 	if len(*ps) > before {
 		return nil
@@ -834,11 +1150,11 @@ func compile(v value, loc string, ps *problems) *schema {
 	return s
 }
 
-// want reports whether the keyword m, in the schema at loc, has kind k, and
-// a problem when it has not.
-func (ps *problems) want(m member, k kind, loc string) bool {
+// want reports whether the keyword m, found at loc, has kind k, and a
+// problem when it has not.
+func (ps *problems) want(m member, k kind, loc *location) bool {
 	if m.val.kind != k {
-		ps.add(child(loc, m.key), "%s must be %s", m.key, map[kind]string{kindString: "a string", kindArray: "an array", kindBool: "a boolean"}[k])
+		ps.add(loc.String(), "%s must be %s", m.key, map[kind]string{kindString: "a string", kindArray: "an array", kindBool: "a boolean"}[k])
 	}
 	return m.val.kind == k
 }
@@ -852,21 +1168,27 @@ func (s *schema) addProperty(p property) int {
 	return len(s.props) - 1
 }
 
-func (s *schema) compileProperties(v value, loc string, ps *problems) {
+func (s *schema) compileProperties(v value, loc *location, ps *problems) {
 	if v.kind != kindObject {
-		ps.add(loc, "properties must be an object")
+		ps.add(loc.String(), "properties must be an object")
 		return
 	}
+	s.props = slices.Grow(s.props, len(v.obj))
+	if s.propIndex == nil {
+		s.propIndex = make(map[string]int, len(v.obj))
+	}
 	for _, m := range v.obj {
-		s.addProperty(property{name: m.key, schema: compile(m.val, child(loc, m.key), ps), declared: true})
+		loc.push(m.key)
+		s.addProperty(property{name: strings.Clone(m.key), schema: compile(m.val, loc, ps), declared: true})
+		loc.pop()
 	}
 }
 
-func compileType(v value, loc string, ps *problems) typeMask {
+func compileType(v value, loc *location, ps *problems) typeMask {
 	names := []value{v}
 	if v.kind == kindArray {
 		if len(v.arr) == 0 {
-			ps.add(loc, "type must not be an empty array")
+			ps.add(loc.String(), "type must not be an empty array")
 			return 0
 		}
 		names = v.arr
@@ -876,10 +1198,10 @@ func compileType(v value, loc string, ps *problems) typeMask {
 		t, ok := typeNames[n.s]
 		switch {
 		case n.kind != kindString || !ok:
-			ps.add(loc, "type must be one of the seven type names, or an array of them")
+			ps.add(loc.String(), "type must be one of the seven type names, or an array of them")
 			return 0
 		case mask&t != 0:
-			ps.add(loc, "type lists %s twice", quote(n.s))
+			ps.add(loc.String(), "type lists %s twice", quote(n.s))
 			return 0
 		}
 		mask |= t
@@ -888,19 +1210,19 @@ func compileType(v value, loc string, ps *problems) typeMask {
 }
 
 // checkStringSet checks required: an array of distinct strings.
-func checkStringSet(v value, loc string, ps *problems) bool {
+func checkStringSet(v value, loc *location, ps *problems) bool {
 	if v.kind != kindArray {
-		ps.add(loc, "required must be an array of strings")
+		ps.add(loc.String(), "required must be an array of strings")
 		return false
 	}
 	for i, e := range v.arr {
 		if e.kind != kindString {
-			ps.add(index(loc, i), "required entries must be strings")
+			ps.add(index(loc.String(), i), "required entries must be strings")
 			return false
 		}
 		for _, f := range v.arr[:i] {
 			if f.s == e.s {
-				ps.add(index(loc, i), "required lists %s twice", quote(e.s))
+				ps.add(index(loc.String(), i), "required lists %s twice", quote(e.s))
 				return false
 			}
 		}
@@ -909,9 +1231,13 @@ func checkStringSet(v value, loc string, ps *problems) bool {
 }
 
 // countKeyword reads a non-negative integer keyword value.
-func countKeyword(v value, loc string, ps *problems) int {
+func countKeyword(v value, loc *location, ps *problems) int {
+	if v.kind == kindNumber && len(v.s) <= 18 && strings.Trim(v.s, "0123456789") == "" {
+		n, _ := strconv.Atoi(v.s) // a plain non-negative integer token
+		return n
+	}
 	if v.kind != kindNumber || !isInteger(v.s, !strings.ContainsAny(v.s, ".eE")) || exact(v.s).Sign() < 0 {
-		ps.add(loc, "must be a non-negative integer")
+		ps.add(loc.String(), "must be a non-negative integer")
 		return -1
 	}
 	if n := exact(v.s).Num(); n.IsInt64() && n.Int64() <= math.MaxInt {
@@ -920,16 +1246,29 @@ func countKeyword(v value, loc string, ps *problems) int {
 	return math.MaxInt
 }
 
-func numberKeyword(v value, loc string, ps *problems) *bound {
+func numberKeyword(v value, loc *location, ps *problems) *bound {
 	if v.kind != kindNumber {
-		ps.add(loc, "must be a number")
+		ps.add(loc.String(), "must be a number")
 		return nil
 	}
-	b := &bound{rat: exact(v.s), text: v.s}
+	b := &bound{text: strings.Clone(v.s)}
+	if i, err := strconv.ParseInt(v.s, 10, 64); err == nil && len(v.s) <= 18 {
+		b.i64, b.isI64 = i, true // a plain integer token: no exact value needed
+		return b
+	}
+	b.rat = exact(v.s)
 	if b.rat.IsInt() && b.rat.Num().IsInt64() {
 		b.i64, b.isI64 = b.rat.Num().Int64(), true
 	}
 	return b
+}
+
+// exact is the bound's exact value.
+func (b *bound) exact() *big.Rat {
+	if b.rat == nil {
+		return new(big.Rat).SetInt64(b.i64)
+	}
+	return b.rat
 }
 
 // ---- validation straight from bytes ----
@@ -946,7 +1285,7 @@ func (s *schema) validateBytes(data []byte, lim limits, root string) error {
 		err = sc.finish()
 	}
 	if e, ok := err.(*syntaxError); ok {
-		return &problem{Location: relocated(e.loc, root), Message: e.Error(), Line: e.line, Column: e.column}
+		return e.at(root)
 	}
 	return err
 }
@@ -992,7 +1331,13 @@ func (sc *scanner) validate(s *schema, loc string) error {
 	if err != nil || s == nil || (!s.hasEnum && s.constant == nil) || got == typeString {
 		return err // checkString compared a string with enum and const
 	}
-	v := build(sc.data[start:sc.pos])
+	return s.checkEnum(sc.data[start:sc.pos], loc)
+}
+
+// checkEnum compares a value that is not a string with const and enum. It
+// stays out of validate, whose stack frame every nesting level pays for.
+func (s *schema) checkEnum(data []byte, loc string) error {
+	v := build(data)
 	if s.constant != nil && !equal(v, *s.constant) {
 		return &problem{Location: loc, Message: "value does not equal the schema's const"}
 	}
@@ -1109,6 +1454,7 @@ func (sc *scanner) validateObject(s *schema, loc string) error {
 	if err := sc.open(); err != nil {
 		return err
 	}
+	sized := sc.recordSize()
 	var seen keySet
 	n := 0
 	for first := true; ; first = false {
@@ -1120,6 +1466,7 @@ func (sc *scanner) validateObject(s *schema, loc string) error {
 			break
 		}
 		at := sc.pos
+		sc.memberCount++
 		if sc.peek() != '"' {
 			return sc.errorf("expected a string key")
 		}
@@ -1172,6 +1519,7 @@ func (sc *scanner) validateObject(s *schema, loc string) error {
 			return relocate(err, child(loc, string(raw)))
 		}
 	}
+	sc.setSize(sized, n)
 	if s == nil {
 		return nil
 	}
@@ -1204,6 +1552,7 @@ func (sc *scanner) validateArray(s *schema, loc string) error {
 	if err := sc.open(); err != nil {
 		return err
 	}
+	sized := sc.recordSize()
 	var items *schema
 	if s != nil {
 		items = s.items
@@ -1230,6 +1579,7 @@ func (sc *scanner) validateArray(s *schema, loc string) error {
 		}
 		n++
 	}
+	sc.setSize(sized, n)
 	if s == nil {
 		return nil
 	}
@@ -1348,14 +1698,14 @@ func (n num) cmp(b *bound) int {
 	if n.small {
 		return cmp.Compare(n.i, b.i64)
 	}
-	return n.r.Cmp(b.rat)
+	return n.r.Cmp(b.exact())
 }
 
 func (n num) multipleOf(b *bound) bool {
 	if n.small {
 		return n.i%b.i64 == 0
 	}
-	return new(big.Rat).Quo(n.r, b.rat).IsInt()
+	return new(big.Rat).Quo(n.r, b.exact()).IsInt()
 }
 
 // int64Bounds reports whether every numeric keyword of s is an int64, so a
