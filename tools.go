@@ -803,19 +803,27 @@ func serveStdio(ctx context.Context, server *mcp.Server, in io.Reader, out io.Wr
 	if err != nil {
 		return err
 	}
-	waited := make(chan error, 1)
-	go func() { waited <- ss.Wait() }()
+	ended := make(chan struct{})
+	go func() { err = ss.Wait(); close(ended) }()
 	select {
+	case <-ended: // the session failed by itself: stdout is gone, say
+		if errors.Is(err, io.EOF) {
+			err = nil
+		}
+		return err
 	case <-ctx.Done():
 	case <-t.conn.eof:
-	case err = <-waited:
 	}
 	t.conn.Close()
-	if werr := <-waited; err == nil && werr != nil && !errors.Is(werr, io.EOF) && ctx.Err() == nil {
-		err = werr
+	select {
+	case <-ended:
+	case <-time.After(stopTimeout): // a handler that ignores its cancellation does not hold the exit
 	}
-	return err
+	return nil
 }
+
+// stopTimeout bounds how long a stopping session waits for its calls.
+const stopTimeout = time.Second
 
 // stdioConn is one stdio session. Its reader checks each line before the
 // SDK sees it; its writer learns which requests have been answered.

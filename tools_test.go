@@ -1383,3 +1383,21 @@ func TestAuditRecords(t *testing.T) {
 		t.Errorf("the audit log shows a secret or a body:\n%s", log.String())
 	}
 }
+
+// TestStdioEndsOnEOF: stdin ending while the session ends on its own never
+// leaves serveStdio waiting (a race that once hung the process).
+func TestStdioEndsOnEOF(t *testing.T) {
+	server := newMCPServer(newBridge(newInvNetBox(t), false), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	for i := range 300 {
+		done := make(chan error, 1)
+		go func() { done <- serveStdio(context.Background(), server, strings.NewReader(initializeLine+"\n"), io.Discard) }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("run %d: %v", i, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("run %d: serveStdio still waits after stdin ended", i)
+		}
+	}
+}
