@@ -1191,6 +1191,13 @@ func TestE2EGoClient(t *testing.T) {
 		if info := cs.InitializeResult().ServerInfo; info.Name != "netbox-plugin-bridge" || info.Version != "e2e" {
 			t.Errorf("%q: server info %+v", version, info)
 		}
+		want := version
+		if want == "" {
+			want = "2026-07-28" // the go-sdk's newest, negotiated through server/discover
+		}
+		if got := cs.InitializeResult().ProtocolVersion; got != want {
+			t.Errorf("%q: negotiated protocol %q, want %q", version, got, want)
+		}
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "plugin_call_tool", Arguments: map[string]any{
 			"plugin": "example", "tool": "run_report", "arguments": map[string]any{"scope": "active"}}})
 		if err != nil || res.IsError {
@@ -1200,6 +1207,9 @@ func TestE2EGoClient(t *testing.T) {
 		}
 		cs.Close()
 		cancel()
+	}
+	if !t.Failed() {
+		t.Logf("e2e: Go SDK client: protocols 2025-11-25 and 2026-07-28 negotiated, a write dispatched over each")
 	}
 }
 
