@@ -1213,6 +1213,28 @@ func TestE2EGoClient(t *testing.T) {
 	}
 }
 
+// TestE2ETypeScriptElicitation: SPEC §13's confirmation with a client that
+// can answer, the official TypeScript SDK declaring form elicitation: the
+// human accepts one delete_report (dispatched, 204), declines one and
+// dismisses one (not_confirmed, nothing sent); e2e/elicit.mjs checks the
+// question, the demo NetBox's state and the audit records.
+func TestE2ETypeScriptElicitation(t *testing.T) {
+	dir := nodeClients(t)
+	bin := releaseBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "node", filepath.Join(dir, "elicit.mjs"), bin, "--demo", "--allow-mutations", "--log-format", "json").CombinedOutput()
+	var report struct {
+		Questions int               `json:"questions"`
+		Passed    int               `json:"passed"`
+		Failed    []json.RawMessage `json:"failed"`
+	}
+	if jerr := json.Unmarshal(lastLine(out), &report); err != nil || jerr != nil || len(report.Failed) > 0 || report.Passed < 15 || report.Questions != 3 {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	t.Logf("e2e: TypeScript SDK client with form elicitation: %d checks passed; %d questions: accepted (204), declined and dismissed (not_confirmed)", report.Passed, report.Questions)
+}
+
 // BenchmarkStartup measures spawn to the first initialize reply of the
 // release binary (SPEC §10: under 10 ms).
 func BenchmarkStartup(b *testing.B) {
