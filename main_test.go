@@ -1235,6 +1235,132 @@ func TestE2ETypeScriptElicitation(t *testing.T) {
 	t.Logf("e2e: TypeScript SDK client with form elicitation: %d checks passed; %d questions: accepted (204), declined and dismissed (not_confirmed)", report.Passed, report.Questions)
 }
 
+// TestE2EGoClientConfirmation: the same confirmation with the go-sdk client
+// and its ElicitationHandler, over 2026-07-28 (the question comes back as an
+// input-required result and the SDK calls again with the answer) and over
+// 2025-11-25 (elicitation/create from the server). An accepted delete is
+// dispatched exactly once; a declined one never.
+func TestE2EGoClientConfirmation(t *testing.T) {
+	bin := releaseBinary(t)
+	for _, version := range []string{"", "2025-11-25"} {
+		want := version
+		if want == "" {
+			want = "2026-07-28"
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		var (
+			mu        sync.Mutex
+			questions []string
+			answers   []*mcp.ElicitResult
+			creates   int // elicitation/create requests the server sent
+		)
+		client := mcp.NewClient(&mcp.Implementation{Name: "e2e-confirm", Version: "1"}, &mcp.ClientOptions{
+			ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				schema, _ := json.Marshal(req.Params.RequestedSchema)
+				questions = append(questions, req.Params.Mode+" "+req.Params.Message+" "+string(schema))
+				if len(answers) == 0 {
+					return &mcp.ElicitResult{Action: "cancel"}, nil
+				}
+				a := answers[0]
+				answers = answers[1:]
+				return a, nil
+			}})
+		// An input-required result is answered without passing here; a
+		// server-sent elicitation/create passes here.
+		client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method == "elicitation/create" {
+					mu.Lock()
+					creates++
+					mu.Unlock()
+				}
+				return next(ctx, method, req)
+			}
+		})
+		asked := func() ([]string, int) {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(questions), creates
+		}
+		cmd := exec.Command(bin, "--demo", "--allow-mutations", "--log-format", "json")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+		if err != nil {
+			cancel()
+			t.Fatalf("%s: connect: %v", want, err)
+		}
+		if got := cs.InitializeResult().ProtocolVersion; got != want {
+			t.Errorf("%s: negotiated protocol %q", want, got)
+		}
+		call := func(tool string, args map[string]any) map[string]any {
+			t.Helper()
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "plugin_call_tool", Arguments: map[string]any{
+				"plugin": "example", "tool": tool, "arguments": args}})
+			if err != nil {
+				t.Fatalf("%s: %s: %v", want, tool, err)
+			}
+			var doc map[string]any
+			raw, _ := json.Marshal(res.StructuredContent)
+			json.Unmarshal(raw, &doc)
+			return doc
+		}
+
+		mu.Lock()
+		answers = append(answers, &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}})
+		mu.Unlock()
+		accepted := call("delete_report", map[string]any{"id": 1})
+		if qs, _ := asked(); accepted["status"] != float64(204) || len(qs) != 1 {
+			t.Errorf("%s: accepted delete: %v, questions %q", want, accepted, qs)
+		} else if q := qs[0]; !strings.HasPrefix(q, "form ") || !strings.Contains(q, "example.delete_report") ||
+			!strings.Contains(q, "DELETE /api/plugins/example/reports/") || !strings.Contains(q, `"required":["confirm"]`) {
+			t.Errorf("%s: question %q", want, q)
+		}
+		mu.Lock()
+		answers = append(answers, &mcp.ElicitResult{Action: "decline"})
+		mu.Unlock()
+		declined := call("delete_report", map[string]any{"id": 2})
+		if e, _ := declined["error"].(map[string]any); e["code"] != "not_confirmed" || e["dispatched"] != false {
+			t.Errorf("%s: declined delete: %v", want, declined)
+		}
+		list := call("list_reports", map[string]any{})
+		if body, _ := json.Marshal(list["body"]); !strings.Contains(string(body), `"count":1`) || !strings.Contains(string(body), `"id":2`) {
+			t.Errorf("%s: after accept and decline NetBox holds %s, want report 2 only", want, body)
+		}
+		cs.Close() // waits for the process, so its stderr is complete
+		cancel()
+
+		qs, sent := asked()
+		wantSent := 0 // 2026-07-28: the question travels in the call's result
+		if want == "2025-11-25" {
+			wantSent = 2
+		}
+		if len(qs) != 2 || sent != wantSent {
+			t.Errorf("%s: %d questions, %d of them as elicitation/create (want 2, %d)", want, len(qs), sent, wantSent)
+		}
+
+		decisions := map[string]int{}
+		for line := range strings.SplitSeq(stderr.String(), "\n") {
+			var rec struct{ Msg, Decision string }
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "write" {
+				decisions[rec.Decision]++
+			}
+		}
+		if decisions["dispatched"] != 1 || decisions["not_confirmed"] != 1 || len(decisions) != 2 {
+			t.Errorf("%s: audit decisions %v\n%s", want, decisions, stderr.String())
+		}
+		if !t.Failed() {
+			how := "input-required results"
+			if sent > 0 {
+				how = "elicitation/create requests"
+			}
+			t.Logf("e2e: Go SDK client with an ElicitationHandler over %s: %d questions as %s; the accepted delete dispatched %d time (204), the declined one not sent", want, len(qs), how, decisions["dispatched"])
+		}
+	}
+}
+
 // BenchmarkStartup measures spawn to the first initialize reply of the
 // release binary (SPEC §10: under 10 ms).
 func BenchmarkStartup(b *testing.B) {
