@@ -1361,6 +1361,277 @@ func TestE2EGoClientConfirmation(t *testing.T) {
 	}
 }
 
+// TestE2EHAProxy: SPEC §14's shared deployment with real parts. Two
+// `serve --http --demo` replicas of the release binary behind HAProxy
+// (round-robin, /healthz checks, connection failures retried on the other
+// server); the TypeScript SDK's StreamableHTTPClientTransport runs the
+// catalog, a read, a refused write and a dry run through it with the
+// caller's token. The replicas' access logs show the calls on both; then
+// one replica is killed (SIGKILL) mid-run and every later call still
+// succeeds through the other.
+func TestE2EHAProxy(t *testing.T) {
+	dir := nodeClients(t)
+	haproxy, err := exec.LookPath("haproxy")
+	if err != nil {
+		t.Fatalf("BRIDGE_E2E=1 needs haproxy on PATH for the load-balancer end-to-end test (Debian: apt-get install -y haproxy; .ci/run installs it): %v", err)
+	}
+	bin := releaseBinary(t)
+
+	// A replica keeps its stderr, one JSON record a line.
+	type replica struct {
+		name string
+		cmd  *exec.Cmd
+		done chan struct{} // stderr reached EOF
+		mu   sync.Mutex
+		recs []map[string]any
+	}
+	start := func(name string) (*replica, string) {
+		t.Helper()
+		r := &replica{name: name, done: make(chan struct{}),
+			cmd: exec.Command(bin, "serve", "--http", "127.0.0.1:0", "--demo", "--log-format", "json")}
+		stderr, _ := r.cmd.StderrPipe()
+		if err := r.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.cmd.Process.Kill(); <-r.done; r.cmd.Wait() })
+		addr := make(chan string, 1)
+		go func() {
+			defer close(r.done)
+			lines := bufio.NewScanner(stderr)
+			for lines.Scan() {
+				var rec map[string]any
+				json.Unmarshal(lines.Bytes(), &rec)
+				if u, _ := rec["url"].(string); rec["msg"] == "serving MCP over streamable HTTP" {
+					addr <- strings.TrimSuffix(strings.TrimPrefix(u, "http://"), "/mcp")
+				}
+				r.mu.Lock()
+				r.recs = append(r.recs, rec)
+				r.mu.Unlock()
+			}
+		}()
+		select {
+		case a := <-addr:
+			return r, a
+		case <-r.done:
+		case <-time.After(10 * time.Second):
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		t.Fatalf("replica %s did not start serving HTTP:\n%v", name, r.recs)
+		return nil, ""
+	}
+	// posts counts the access-log records of POST /mcp, by status.
+	posts := func(r *replica) (total int, byStatus map[string]int) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		byStatus = map[string]int{}
+		for _, rec := range r.recs {
+			if rec["msg"] == "http" && rec["method"] == "POST" && rec["path"] == "/mcp" {
+				total++
+				byStatus[fmt.Sprint(rec["status"])]++
+			}
+		}
+		return total, byStatus
+	}
+	r1, addr1 := start("r1")
+	r2, addr2 := start("r2")
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := ln.Addr().String()
+	ln.Close()
+	cfg := filepath.Join(t.TempDir(), "haproxy.cfg")
+	os.WriteFile(cfg, fmt.Appendf(nil, `global
+    log stdout format raw local0 info
+
+defaults
+    mode http
+    log global
+    log-format "%%b/%%s %%HM %%HU %%ST retries=%%rc"
+    timeout connect 2s
+    timeout client 30s
+    timeout server 30s
+    # A refused connection (a dead replica) is retried, each time on another
+    # server. HAProxy retries only connection failures, so no write is sent twice.
+    retries 3
+    option redispatch 1
+
+frontend mcp
+    bind %s
+    default_backend bridge
+
+backend bridge
+    balance roundrobin
+    option httpchk GET /healthz
+    http-check expect status 200
+    default-server check inter 500ms fastinter 200ms downinter 500ms rise 1 fall 2
+    server r1 %s
+    server r2 %s
+`, front, addr1, addr2), 0o600)
+	hp := exec.Command(haproxy, "-f", cfg, "-db")
+	var hpErr syncBuffer
+	hp.Stderr = &hpErr
+	hpOut, _ := hp.StdoutPipe()
+	if err := hp.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var hpMu sync.Mutex
+	var hpLog []string
+	hpDone := make(chan struct{})
+	go func() {
+		defer close(hpDone)
+		for lines := bufio.NewScanner(hpOut); lines.Scan(); {
+			hpMu.Lock()
+			hpLog = append(hpLog, lines.Text())
+			hpMu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { hp.Process.Kill(); <-hpDone; hp.Wait() })
+	// hpLines returns HAProxy's log lines from index from on.
+	hpLines := func(from int) []string {
+		hpMu.Lock()
+		defer hpMu.Unlock()
+		return slices.Clone(hpLog[min(from, len(hpLog)):])
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		resp, err := http.Get("http://" + front + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("HAProxy on %s never answered /healthz: %v\n%s", front, err, hpErr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	type report struct {
+		Calls    int               `json:"calls"`
+		Requests map[string]int    `json:"requests"`
+		Passed   int               `json:"passed"`
+		Failed   []json.RawMessage `json:"failed"`
+	}
+	// client runs e2e/http-client.mjs through HAProxy; between() runs when
+	// it pauses after its first round.
+	client := func(rounds int, between func()) report {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		args := []string{filepath.Join(dir, "http-client.mjs"), "http://" + front + "/mcp", "--rounds", strconv.Itoa(rounds)}
+		if between != nil {
+			args = append(args, "--pause-after", "1")
+		}
+		cmd := exec.CommandContext(ctx, "node", args...)
+		stdin, _ := cmd.StdinPipe()
+		stdout, _ := cmd.StdoutPipe()
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for lines := bufio.NewScanner(stdout); lines.Scan(); {
+			out = append(out, lines.Text())
+			if lines.Text() == `{"paused":1}` {
+				between()
+				io.WriteString(stdin, "go on\n")
+			}
+		}
+		err := cmd.Wait()
+		var rep report
+		if len(out) == 0 || json.Unmarshal([]byte(out[len(out)-1]), &rep) != nil || err != nil || len(rep.Failed) > 0 || rep.Calls != 4*rounds {
+			t.Fatalf("http-client.mjs, %d rounds: %v\n%s\n%s\nHAProxy:\n%s", rounds, err, strings.Join(out, "\n"), stderr.String(),
+				strings.Join(hpLines(0), "\n"))
+		}
+		return rep
+	}
+	// settle waits until the replicas logged want POSTs to /mcp in all: a
+	// record is written when its response is done, maybe after the client
+	// has read it.
+	settle := func(want int, rs ...*replica) {
+		t.Helper()
+		got := 0
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			got = 0
+			for _, r := range rs {
+				n, _ := posts(r)
+				got += n
+			}
+			if got >= want {
+				break
+			}
+		}
+		if got != want {
+			t.Fatalf("the replicas logged %d POSTs to /mcp, the client sent %d", got, want)
+		}
+	}
+	sent := func(rep report) int { // the client's POSTs, and its 401 probe
+		return rep.Requests["POST 200"] + rep.Requests["POST 202"] + 1
+	}
+
+	// Both replicas up: the calls are spread over both.
+	first := client(2, nil)
+	settle(sent(first), r1, r2)
+	n1, s1 := posts(r1)
+	n2, s2 := posts(r2)
+	if n1 == 0 || n2 == 0 {
+		t.Fatalf("round-robin: r1 answered %d POSTs to /mcp, r2 %d; want both", n1, n2)
+	}
+	if s1["401"]+s2["401"] != 1 || s1["200"]+s1["202"]+s2["200"]+s2["202"] != sent(first)-1 {
+		t.Errorf("access-log statuses r1 %v, r2 %v", s1, s2)
+	}
+	t.Logf("e2e: HAProxy round-robin, two replicas: %d calls checked (%d checks passed), %d POSTs to /mcp: r1 answered %d, r2 %d",
+		first.Calls, first.Passed, sent(first), n1, n2)
+
+	// r1 is killed mid-run, between the client's first and second round.
+	var killedAt, r2Before int
+	second := client(3, func() {
+		settle(n1+n2+1+1+1+4, r1, r2) // the 401 probe, initialize, initialized, 4 calls
+		r2Before, _ = posts(r2)
+		killedAt = len(hpLines(0))
+		r1.cmd.Process.Signal(syscall.SIGKILL)
+		<-r1.done
+	})
+	r2Now := 0
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if r2Now, _ = posts(r2); r2Now >= r2Before+8 {
+			break
+		}
+	}
+	if r2Now < r2Before+8 { // rounds 2 and 3: 4 calls each
+		t.Errorf("after r1 was killed r2 answered %d POSTs, want at least 8", r2Now-r2Before)
+	}
+	// And a new client after the kill: initialize and all through r2.
+	third := client(1, nil)
+	after := hpLines(killedAt)
+	redispatched, toR1 := 0, 0
+	for _, line := range after {
+		if strings.HasPrefix(line, "bridge/r2 ") && strings.Contains(line, "retries=+") {
+			redispatched++ // first sent to r1, refused, then to r2
+		}
+		if strings.HasPrefix(line, "bridge/r1 ") {
+			toR1++
+		}
+	}
+	if toR1 != 0 {
+		t.Errorf("HAProxy answered %d requests from the killed r1:\n%s", toR1, strings.Join(after, "\n"))
+	}
+	down := slices.ContainsFunc(after, func(l string) bool { return strings.Contains(l, "r1 is DOWN") })
+	t.Logf("e2e: HAProxy, r1 killed (SIGKILL) mid-run: %d calls after the kill (%d in the running client, %d in a new one) all answered by r2 (those two runs passed all %d checks); %d requests refused by the dead r1 were redispatched to r2; r1 marked DOWN by the health check during the run: %t",
+		second.Calls-4+third.Calls, second.Calls-4, third.Calls, second.Passed+third.Passed, redispatched, down)
+
+	// The survivor drains and exits 0 on SIGTERM.
+	r2.cmd.Process.Signal(syscall.SIGTERM)
+	<-r2.done
+	if err := r2.cmd.Wait(); err != nil {
+		t.Errorf("r2 after SIGTERM: %v", err)
+	}
+}
+
 // BenchmarkStartup measures spawn to the first initialize reply of the
 // release binary (SPEC §10: under 10 ms).
 func BenchmarkStartup(b *testing.B) {
