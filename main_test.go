@@ -2009,11 +2009,12 @@ func TestLiveCheckDemo(t *testing.T) {
 func httpBridge(t *testing.T, f *fakeNetBox, shared bool, bearer string, log io.Writer) *httptest.Server {
 	t.Helper()
 	b := newBridge(f, true)
-	b.audit = slog.New(slog.NewJSONHandler(log, nil))
+	logger := slog.New(slog.NewJSONHandler(log, nil)) // one handler, so one lock, for the audit and the access log
+	b.audit = logger
 	if !shared {
 		b.client.auth = "" // no configured token: each caller brings their own
 	}
-	srv := httptest.NewServer(httpHandler(newMCPServer(b, slog.New(slog.NewTextHandler(io.Discard, nil))), bearer, slog.New(slog.NewJSONHandler(log, nil))))
+	srv := httptest.NewServer(httpHandler(newMCPServer(b, slog.New(slog.NewTextHandler(io.Discard, nil))), bearer, logger))
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -2097,6 +2098,7 @@ func TestHTTPCallerTokens(t *testing.T) {
 	// The per-call token is refused: the HTTP identity is the identity.
 	r := call(t, sessions[0], "plugin_call_tool", map[string]any{"plugin": "inv", "tool": "search", "token": "nbt_x.y"})
 	wantError(t, r, "invalid_request", false)
+	srv.Close() // the access record of a request is written after its answer: wait for every handler
 	// Audit: token_source http, the caller's key, the peer address.
 	recs := auditRecords(t, &log)
 	if len(recs) != 4 {
