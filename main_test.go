@@ -1193,6 +1193,13 @@ func TestE2EGoClient(t *testing.T) {
 		if info := cs.InitializeResult().ServerInfo; info.Name != "netbox-plugin-bridge" || info.Version != "e2e" {
 			t.Errorf("%q: server info %+v", version, info)
 		}
+		want := version
+		if want == "" {
+			want = "2026-07-28" // the go-sdk's newest, negotiated through server/discover
+		}
+		if got := cs.InitializeResult().ProtocolVersion; got != want {
+			t.Errorf("%q: negotiated protocol %q, want %q", version, got, want)
+		}
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "plugin_call_tool", Arguments: map[string]any{
 			"plugin": "example", "tool": "run_report", "arguments": map[string]any{"scope": "active"}}})
 		if err != nil || res.IsError {
@@ -1202,6 +1209,428 @@ func TestE2EGoClient(t *testing.T) {
 		}
 		cs.Close()
 		cancel()
+	}
+	if !t.Failed() {
+		t.Logf("e2e: Go SDK client: protocols 2025-11-25 and 2026-07-28 negotiated, a write dispatched over each")
+	}
+}
+
+// TestE2ETypeScriptElicitation: SPEC §13's confirmation with a client that
+// can answer, the official TypeScript SDK declaring form elicitation: the
+// human accepts one delete_report (dispatched, 204), declines one and
+// dismisses one (not_confirmed, nothing sent); e2e/elicit.mjs checks the
+// question, the demo NetBox's state and the audit records.
+func TestE2ETypeScriptElicitation(t *testing.T) {
+	dir := nodeClients(t)
+	bin := releaseBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "node", filepath.Join(dir, "elicit.mjs"), bin, "--demo", "--allow-mutations", "--log-format", "json").CombinedOutput()
+	var report struct {
+		Questions int               `json:"questions"`
+		Passed    int               `json:"passed"`
+		Failed    []json.RawMessage `json:"failed"`
+	}
+	if jerr := json.Unmarshal(lastLine(out), &report); err != nil || jerr != nil || len(report.Failed) > 0 || report.Passed < 15 || report.Questions != 3 {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	t.Logf("e2e: TypeScript SDK client with form elicitation: %d checks passed; %d questions: accepted (204), declined and dismissed (not_confirmed)", report.Passed, report.Questions)
+}
+
+// TestE2EGoClientConfirmation: the same confirmation with the go-sdk client
+// and its ElicitationHandler, over 2026-07-28 (the question comes back as an
+// input-required result and the SDK calls again with the answer) and over
+// 2025-11-25 (elicitation/create from the server). An accepted delete is
+// dispatched exactly once; a declined one never.
+func TestE2EGoClientConfirmation(t *testing.T) {
+	bin := releaseBinary(t)
+	for _, version := range []string{"", "2025-11-25"} {
+		want := version
+		if want == "" {
+			want = "2026-07-28"
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		var (
+			mu        sync.Mutex
+			questions []string
+			answers   []*mcp.ElicitResult
+			creates   int // elicitation/create requests the server sent
+		)
+		client := mcp.NewClient(&mcp.Implementation{Name: "e2e-confirm", Version: "1"}, &mcp.ClientOptions{
+			ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				schema, _ := json.Marshal(req.Params.RequestedSchema)
+				questions = append(questions, req.Params.Mode+" "+req.Params.Message+" "+string(schema))
+				if len(answers) == 0 {
+					return &mcp.ElicitResult{Action: "cancel"}, nil
+				}
+				a := answers[0]
+				answers = answers[1:]
+				return a, nil
+			}})
+		// An input-required result is answered without passing here; a
+		// server-sent elicitation/create passes here.
+		client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method == "elicitation/create" {
+					mu.Lock()
+					creates++
+					mu.Unlock()
+				}
+				return next(ctx, method, req)
+			}
+		})
+		asked := func() ([]string, int) {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(questions), creates
+		}
+		cmd := exec.Command(bin, "--demo", "--allow-mutations", "--log-format", "json")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+		if err != nil {
+			cancel()
+			t.Fatalf("%s: connect: %v", want, err)
+		}
+		if got := cs.InitializeResult().ProtocolVersion; got != want {
+			t.Errorf("%s: negotiated protocol %q", want, got)
+		}
+		call := func(tool string, args map[string]any) map[string]any {
+			t.Helper()
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "plugin_call_tool", Arguments: map[string]any{
+				"plugin": "example", "tool": tool, "arguments": args}})
+			if err != nil {
+				t.Fatalf("%s: %s: %v", want, tool, err)
+			}
+			var doc map[string]any
+			raw, _ := json.Marshal(res.StructuredContent)
+			json.Unmarshal(raw, &doc)
+			return doc
+		}
+
+		mu.Lock()
+		answers = append(answers, &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}})
+		mu.Unlock()
+		accepted := call("delete_report", map[string]any{"id": 1})
+		if qs, _ := asked(); accepted["status"] != float64(204) || len(qs) != 1 {
+			t.Errorf("%s: accepted delete: %v, questions %q", want, accepted, qs)
+		} else if q := qs[0]; !strings.HasPrefix(q, "form ") || !strings.Contains(q, "example.delete_report") ||
+			!strings.Contains(q, "DELETE /api/plugins/example/reports/") || !strings.Contains(q, `"required":["confirm"]`) {
+			t.Errorf("%s: question %q", want, q)
+		}
+		mu.Lock()
+		answers = append(answers, &mcp.ElicitResult{Action: "decline"})
+		mu.Unlock()
+		declined := call("delete_report", map[string]any{"id": 2})
+		if e, _ := declined["error"].(map[string]any); e["code"] != "not_confirmed" || e["dispatched"] != false {
+			t.Errorf("%s: declined delete: %v", want, declined)
+		}
+		list := call("list_reports", map[string]any{})
+		if body, _ := json.Marshal(list["body"]); !strings.Contains(string(body), `"count":1`) || !strings.Contains(string(body), `"id":2`) {
+			t.Errorf("%s: after accept and decline NetBox holds %s, want report 2 only", want, body)
+		}
+		cs.Close() // waits for the process, so its stderr is complete
+		cancel()
+
+		qs, sent := asked()
+		wantSent := 0 // 2026-07-28: the question travels in the call's result
+		if want == "2025-11-25" {
+			wantSent = 2
+		}
+		if len(qs) != 2 || sent != wantSent {
+			t.Errorf("%s: %d questions, %d of them as elicitation/create (want 2, %d)", want, len(qs), sent, wantSent)
+		}
+
+		decisions := map[string]int{}
+		for line := range strings.SplitSeq(stderr.String(), "\n") {
+			var rec struct{ Msg, Decision string }
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "write" {
+				decisions[rec.Decision]++
+			}
+		}
+		if decisions["dispatched"] != 1 || decisions["not_confirmed"] != 1 || len(decisions) != 2 {
+			t.Errorf("%s: audit decisions %v\n%s", want, decisions, stderr.String())
+		}
+		if !t.Failed() {
+			how := "input-required results"
+			if sent > 0 {
+				how = "elicitation/create requests"
+			}
+			t.Logf("e2e: Go SDK client with an ElicitationHandler over %s: %d questions as %s; the accepted delete dispatched %d time (204), the declined one not sent", want, len(qs), how, decisions["dispatched"])
+		}
+	}
+}
+
+// TestE2EHAProxy: SPEC §14's shared deployment with real parts. Two
+// `serve --http --demo` replicas of the release binary behind HAProxy
+// (round-robin, /healthz checks, connection failures retried on the other
+// server); the TypeScript SDK's StreamableHTTPClientTransport runs the
+// catalog, a read, a refused write and a dry run through it with the
+// caller's token. The replicas' access logs show the calls on both; then
+// one replica is killed (SIGKILL) mid-run and every later call still
+// succeeds through the other.
+func TestE2EHAProxy(t *testing.T) {
+	dir := nodeClients(t)
+	haproxy, err := exec.LookPath("haproxy")
+	if err != nil {
+		t.Fatalf("BRIDGE_E2E=1 needs haproxy on PATH for the load-balancer end-to-end test (Debian: apt-get install -y haproxy; .ci/run installs it): %v", err)
+	}
+	bin := releaseBinary(t)
+
+	// A replica keeps its stderr, one JSON record a line.
+	type replica struct {
+		name string
+		cmd  *exec.Cmd
+		done chan struct{} // stderr reached EOF
+		mu   sync.Mutex
+		recs []map[string]any
+	}
+	start := func(name string) (*replica, string) {
+		t.Helper()
+		r := &replica{name: name, done: make(chan struct{}),
+			cmd: exec.Command(bin, "serve", "--http", "127.0.0.1:0", "--demo", "--log-format", "json")}
+		stderr, _ := r.cmd.StderrPipe()
+		if err := r.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.cmd.Process.Kill(); <-r.done; r.cmd.Wait() })
+		addr := make(chan string, 1)
+		go func() {
+			defer close(r.done)
+			lines := bufio.NewScanner(stderr)
+			for lines.Scan() {
+				var rec map[string]any
+				json.Unmarshal(lines.Bytes(), &rec)
+				if u, _ := rec["url"].(string); rec["msg"] == "serving MCP over streamable HTTP" {
+					addr <- strings.TrimSuffix(strings.TrimPrefix(u, "http://"), "/mcp")
+				}
+				r.mu.Lock()
+				r.recs = append(r.recs, rec)
+				r.mu.Unlock()
+			}
+		}()
+		select {
+		case a := <-addr:
+			return r, a
+		case <-r.done:
+		case <-time.After(10 * time.Second):
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		t.Fatalf("replica %s did not start serving HTTP:\n%v", name, r.recs)
+		return nil, ""
+	}
+	// posts counts the access-log records of POST /mcp, by status.
+	posts := func(r *replica) (total int, byStatus map[string]int) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		byStatus = map[string]int{}
+		for _, rec := range r.recs {
+			if rec["msg"] == "http" && rec["method"] == "POST" && rec["path"] == "/mcp" {
+				total++
+				byStatus[fmt.Sprint(rec["status"])]++
+			}
+		}
+		return total, byStatus
+	}
+	r1, addr1 := start("r1")
+	r2, addr2 := start("r2")
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := ln.Addr().String()
+	ln.Close()
+	cfg := filepath.Join(t.TempDir(), "haproxy.cfg")
+	os.WriteFile(cfg, fmt.Appendf(nil, `global
+    log stdout format raw local0 info
+
+defaults
+    mode http
+    log global
+    log-format "%%b/%%s %%HM %%HU %%ST retries=%%rc"
+    timeout connect 2s
+    timeout client 30s
+    timeout server 30s
+    # A refused connection (a dead replica) is retried, each time on another
+    # server. HAProxy retries only connection failures, so no write is sent twice.
+    retries 3
+    option redispatch 1
+
+frontend mcp
+    bind %s
+    default_backend bridge
+
+backend bridge
+    balance roundrobin
+    option httpchk GET /healthz
+    http-check expect status 200
+    default-server check inter 500ms fastinter 200ms downinter 500ms rise 1 fall 2
+    server r1 %s
+    server r2 %s
+`, front, addr1, addr2), 0o600)
+	hp := exec.Command(haproxy, "-f", cfg, "-db")
+	var hpErr syncBuffer
+	hp.Stderr = &hpErr
+	hpOut, _ := hp.StdoutPipe()
+	if err := hp.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var hpMu sync.Mutex
+	var hpLog []string
+	hpDone := make(chan struct{})
+	go func() {
+		defer close(hpDone)
+		for lines := bufio.NewScanner(hpOut); lines.Scan(); {
+			hpMu.Lock()
+			hpLog = append(hpLog, lines.Text())
+			hpMu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { hp.Process.Kill(); <-hpDone; hp.Wait() })
+	// hpLines returns HAProxy's log lines from index from on.
+	hpLines := func(from int) []string {
+		hpMu.Lock()
+		defer hpMu.Unlock()
+		return slices.Clone(hpLog[min(from, len(hpLog)):])
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		resp, err := http.Get("http://" + front + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("HAProxy on %s never answered /healthz: %v\n%s", front, err, hpErr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	type report struct {
+		Calls    int               `json:"calls"`
+		Requests map[string]int    `json:"requests"`
+		Passed   int               `json:"passed"`
+		Failed   []json.RawMessage `json:"failed"`
+	}
+	// client runs e2e/http-client.mjs through HAProxy; between() runs when
+	// it pauses after its first round.
+	client := func(rounds int, between func()) report {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		args := []string{filepath.Join(dir, "http-client.mjs"), "http://" + front + "/mcp", "--rounds", strconv.Itoa(rounds)}
+		if between != nil {
+			args = append(args, "--pause-after", "1")
+		}
+		cmd := exec.CommandContext(ctx, "node", args...)
+		stdin, _ := cmd.StdinPipe()
+		stdout, _ := cmd.StdoutPipe()
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for lines := bufio.NewScanner(stdout); lines.Scan(); {
+			out = append(out, lines.Text())
+			if lines.Text() == `{"paused":1}` {
+				between()
+				io.WriteString(stdin, "go on\n")
+			}
+		}
+		err := cmd.Wait()
+		var rep report
+		if len(out) == 0 || json.Unmarshal([]byte(out[len(out)-1]), &rep) != nil || err != nil || len(rep.Failed) > 0 || rep.Calls != 4*rounds {
+			t.Fatalf("http-client.mjs, %d rounds: %v\n%s\n%s\nHAProxy:\n%s", rounds, err, strings.Join(out, "\n"), stderr.String(),
+				strings.Join(hpLines(0), "\n"))
+		}
+		return rep
+	}
+	// settle waits until the replicas logged want POSTs to /mcp in all: a
+	// record is written when its response is done, maybe after the client
+	// has read it.
+	settle := func(want int, rs ...*replica) {
+		t.Helper()
+		got := 0
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			got = 0
+			for _, r := range rs {
+				n, _ := posts(r)
+				got += n
+			}
+			if got >= want {
+				break
+			}
+		}
+		if got != want {
+			t.Fatalf("the replicas logged %d POSTs to /mcp, the client sent %d", got, want)
+		}
+	}
+	sent := func(rep report) int { // the client's POSTs, and its 401 probe
+		return rep.Requests["POST 200"] + rep.Requests["POST 202"] + 1
+	}
+
+	// Both replicas up: the calls are spread over both.
+	first := client(2, nil)
+	settle(sent(first), r1, r2)
+	n1, s1 := posts(r1)
+	n2, s2 := posts(r2)
+	if n1 == 0 || n2 == 0 {
+		t.Fatalf("round-robin: r1 answered %d POSTs to /mcp, r2 %d; want both", n1, n2)
+	}
+	if s1["401"]+s2["401"] != 1 || s1["200"]+s1["202"]+s2["200"]+s2["202"] != sent(first)-1 {
+		t.Errorf("access-log statuses r1 %v, r2 %v", s1, s2)
+	}
+	t.Logf("e2e: HAProxy round-robin, two replicas: %d calls checked (%d checks passed), %d POSTs to /mcp: r1 answered %d, r2 %d",
+		first.Calls, first.Passed, sent(first), n1, n2)
+
+	// r1 is killed mid-run, between the client's first and second round.
+	var killedAt, r2Before int
+	second := client(3, func() {
+		settle(n1+n2+1+1+1+4, r1, r2) // the 401 probe, initialize, initialized, 4 calls
+		r2Before, _ = posts(r2)
+		killedAt = len(hpLines(0))
+		r1.cmd.Process.Signal(syscall.SIGKILL)
+		<-r1.done
+	})
+	r2Now := 0
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if r2Now, _ = posts(r2); r2Now >= r2Before+8 {
+			break
+		}
+	}
+	if r2Now < r2Before+8 { // rounds 2 and 3: 4 calls each
+		t.Errorf("after r1 was killed r2 answered %d POSTs, want at least 8", r2Now-r2Before)
+	}
+	// And a new client after the kill: initialize and all through r2.
+	third := client(1, nil)
+	after := hpLines(killedAt)
+	redispatched, toR1 := 0, 0
+	for _, line := range after {
+		if strings.HasPrefix(line, "bridge/r2 ") && strings.Contains(line, "retries=+") {
+			redispatched++ // first sent to r1, refused, then to r2
+		}
+		if strings.HasPrefix(line, "bridge/r1 ") {
+			toR1++
+		}
+	}
+	if toR1 != 0 {
+		t.Errorf("HAProxy answered %d requests from the killed r1:\n%s", toR1, strings.Join(after, "\n"))
+	}
+	down := slices.ContainsFunc(after, func(l string) bool { return strings.Contains(l, "r1 is DOWN") })
+	t.Logf("e2e: HAProxy, r1 killed (SIGKILL) mid-run: %d calls after the kill (%d in the running client, %d in a new one) all answered by r2 (those two runs passed all %d checks); %d requests refused by the dead r1 were redispatched to r2; r1 marked DOWN by the health check during the run: %t",
+		second.Calls-4+third.Calls, second.Calls-4, third.Calls, second.Passed+third.Passed, redispatched, down)
+
+	// The survivor drains and exits 0 on SIGTERM.
+	r2.cmd.Process.Signal(syscall.SIGTERM)
+	<-r2.done
+	if err := r2.cmd.Wait(); err != nil {
+		t.Errorf("r2 after SIGTERM: %v", err)
 	}
 }
 
@@ -2266,11 +2695,12 @@ func TestLiveCheckDemo(t *testing.T) {
 func httpBridge(t *testing.T, f *fakeNetBox, shared bool, bearer string, log io.Writer) *httptest.Server {
 	t.Helper()
 	b := newBridge(f, true)
-	b.audit = slog.New(slog.NewJSONHandler(log, nil))
+	logger := slog.New(slog.NewJSONHandler(log, nil)) // one handler, so one lock, for the audit and the access log
+	b.audit = logger
 	if !shared {
 		b.client.auth = "" // no configured token: each caller brings their own
 	}
-	srv := httptest.NewServer(httpHandler(newMCPServer(b, slog.New(slog.NewTextHandler(io.Discard, nil))), bearer, slog.New(slog.NewJSONHandler(log, nil))))
+	srv := httptest.NewServer(httpHandler(newMCPServer(b, slog.New(slog.NewTextHandler(io.Discard, nil))), bearer, logger))
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -2354,6 +2784,7 @@ func TestHTTPCallerTokens(t *testing.T) {
 	// The per-call token is refused: the HTTP identity is the identity.
 	r := call(t, sessions[0], "plugin_call_tool", map[string]any{"plugin": "inv", "tool": "search", "token": "nbt_x.y"})
 	wantError(t, r, "invalid_request", false)
+	srv.Close() // the access record of a request is written after its answer: wait for every handler
 	// Audit: token_source http, the caller's key, the peer address.
 	recs := auditRecords(t, &log)
 	if len(recs) != 4 {

@@ -1390,7 +1390,9 @@ func TestStdioEndsOnEOF(t *testing.T) {
 	server := newMCPServer(newBridge(newInvNetBox(t), false), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	for i := range 300 {
 		done := make(chan error, 1)
-		go func() { done <- serveStdio(context.Background(), server, strings.NewReader(initializeLine+"\n"), io.Discard) }()
+		go func() {
+			done <- serveStdio(context.Background(), server, strings.NewReader(initializeLine+"\n"), io.Discard)
+		}()
 		select {
 		case err := <-done:
 			if err != nil {

@@ -22,7 +22,7 @@ check("no outputSchema declared", listed.tools.every((t) => t.outputSchema === u
 
 const catalog = await call("plugin_list_tools", {});
 const qualified = (catalog.structuredContent?.tools ?? []).map((t) => t.qualified_name);
-check("catalog lists the demo tools", !catalog.isError && qualified.join() === "example.list_reports,example.run_report", qualified);
+check("catalog lists the demo tools", !catalog.isError && qualified.join() === "example.delete_report,example.list_reports,example.run_report", qualified);
 check("catalog reports the broken plugin", catalog.structuredContent?.problems?.[0]?.plugin === "broken", catalog.structuredContent?.problems);
 check("text content is the same document", JSON.stringify(JSON.parse(catalog.content[0].text)) === JSON.stringify(catalog.structuredContent));
 
@@ -43,6 +43,15 @@ if (mutations) {
   check("write Location header kept", typeof write.structuredContent?.headers?.Location === "string", write.structuredContent?.headers);
 } else {
   check("write refused by the switch", write.isError && code(write) === "mutations_disabled" && write.structuredContent.error.dispatched === false, write.structuredContent);
+}
+
+// This client declares no elicitation: under --confirm auto the switch alone
+// decides a destructive call (elicit.mjs is the client that can answer).
+const del = await call("plugin_call_tool", { plugin: "example", tool: "delete_report", arguments: { id: 2 } });
+if (mutations) {
+  check("destructive dispatched without a question", !del.isError && del.structuredContent?.status === 204 && del.structuredContent.body === null, del.structuredContent);
+} else {
+  check("destructive refused by the switch", del.isError && code(del) === "mutations_disabled" && del.structuredContent.error.dispatched === false, del.structuredContent);
 }
 
 const missing = await call("plugin_call_tool", { plugin: "nope", tool: "x" });
