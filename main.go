@@ -687,8 +687,10 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer, env envi
 	for _, w := range warnings {
 		logger.Warn(w)
 	}
-	if o.demo {
+	if o.demo && o.http != "" {
 		logger.Info("serving the built-in demo NetBox", "url", cfg.base, "http_callers_send", "Authorization: Token "+demoToken)
+	} else if o.demo {
+		logger.Info("serving the built-in demo NetBox", "url", cfg.base)
 	}
 	b := &bridge{client: newClient(cfg), cfgErr: err, policy: policy, confirm: confirm, audit: logger}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -773,7 +775,7 @@ func serveHTTP(ctx context.Context, o *options, env environment, server *mcp.Ser
 		return exitInvalid
 	case <-ctx.Done():
 	}
-	logger.Info("stopping: no new connections; requests in flight may finish", "within", drainTimeout)
+	logger.Info("stopping: no new connections; requests in flight may finish", "within", drainTimeout.String())
 	drain, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
 	if err := srv.Shutdown(drain); err != nil {
