@@ -92,7 +92,32 @@ func (f *fakeNetBox) locked(fn func()) {
 	fn()
 }
 
+// Setters: tests change the fake through these, never through its fields.
+
 func (f *fakeNetBox) setPrefix(p string) { f.locked(func() { f.prefix = p }) }
+
+// setToken sets the Authorization value the fake accepts, "" for any.
+func (f *fakeNetBox) setToken(auth string) { f.locked(func() { f.token = auth }) }
+
+// setLatency delays every answer by d.
+func (f *fakeNetBox) setLatency(d time.Duration) { f.locked(func() { f.latency = d }) }
+
+// setChunked streams documents without Content-Length when on.
+func (f *fakeNetBox) setChunked(on bool) { f.locked(func() { f.chunked = on }) }
+
+// setBefore runs fn on every request, before its answer, without the lock.
+func (f *fakeNetBox) setBefore(fn func(*http.Request)) { f.locked(func() { f.before = fn }) }
+
+// setList replaces the plugin list document; "" builds it from the plugins.
+func (f *fakeNetBox) setList(doc string) { f.locked(func() { f.list = doc }) }
+
+// resetLog forgets the requests seen so far.
+func (f *fakeNetBox) resetLog() {
+	f.locked(func() {
+		f.log = nil
+		clear(f.counts)
+	})
+}
 
 // base is what NETBOX_URL would be.
 func (f *fakeNetBox) base() string {
@@ -107,6 +132,8 @@ func (f *fakeNetBox) config() *config {
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	return &config{base: base, origin: origin, prefix: prefix, auth: f.token, timeout: 5 * time.Second}
 }
 
@@ -1074,10 +1101,8 @@ func TestScanOneIsOneRoundTrip(t *testing.T) {
 	f := newFakeNetBox(t)
 	f.addPlugin("example", readTool("list"), writeTool("make"))
 	b := newBarrier(2)
-	f.locked(func() {
-		f.latency = 20 * time.Millisecond
-		f.before = func(*http.Request) { b.wait() }
-	})
+	f.setLatency(20 * time.Millisecond)
+	f.setBefore(func(*http.Request) { b.wait() })
 	cat, err := f.client().scanOne(context.Background(), "example", callOptions{})
 	if err != nil || len(cat.tools) != 2 {
 		t.Fatalf("scanOne: %v", err)
@@ -1097,11 +1122,9 @@ func TestScanAllBoundedConcurrency(t *testing.T) {
 		f.addPlugin(fmt.Sprintf("p%02d", i), readTool("list"))
 	}
 	b := newBarrier(16)
-	f.locked(func() {
-		f.before = func(r *http.Request) {
-			if r.URL.Path != "/api/plugins/" {
-				b.wait()
-			}
+	f.setBefore(func(r *http.Request) {
+		if r.URL.Path != "/api/plugins/" {
+			b.wait()
 		}
 	})
 	cat := scanAllOK(t, f.client())
@@ -1157,7 +1180,8 @@ func TestDiscoveryRequestHeaders(t *testing.T) {
 	// Per-call token and caller headers reach every discovery request.
 	const callAuth = "Bearer nbt_callkey.callsecret"
 	c := f.client() // configured with the old token
-	f.locked(func() { f.token = callAuth; f.log = nil })
+	f.setToken(callAuth)
+	f.resetLog()
 	opts := callOptions{auth: callAuth, header: http.Header{"X-Request-Id": {"req-42"}, "Accept": {"text/html"}}}
 	if cat, err := c.scanAll(context.Background(), opts); err != nil || len(cat.tools) != 1 {
 		t.Fatalf("scanAll with the call's token: %v", err)
@@ -1311,7 +1335,7 @@ func TestScanDocumentByteLimits(t *testing.T) {
 					f := newFakeNetBox(t)
 					f.addPlugin("a", readTool("list"))
 					f.addPlugin("b", readTool("list"))
-					f.locked(func() { f.chunked = chunked })
+					f.setChunked(chunked)
 					f.padTo(d.path, d.limit+extra)
 					want := fmt.Sprintf("more than %d bytes", d.limit)
 					if !chunked {
@@ -1416,7 +1440,7 @@ func TestScanDepthAndValueLimits(t *testing.T) {
 			}
 			f := newFakeNetBox(t)
 			f.setPlugin("a", &fakePlugin{root: c.root, manifest: orDefault(c.manifest, manifestJSON("a", readTool("list")))})
-			f.locked(func() { f.list = c.list })
+			f.setList(c.list)
 			switch {
 			case c.whole:
 				scanAllFails(t, f.client(), c.problem)
@@ -1855,7 +1879,7 @@ func BenchmarkScan128(b *testing.B) {
 	for i := range scanRootLimit {
 		f.addPlugin(fmt.Sprintf("p%03d", i), numberedTools(4)...)
 	}
-	f.locked(func() { f.latency = benchLatency })
+	f.setLatency(benchLatency)
 	c := f.client()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -1872,7 +1896,7 @@ func BenchmarkScan128(b *testing.B) {
 func BenchmarkSelectedPlugin(b *testing.B) {
 	f := newFakeNetBox(b)
 	f.addPlugin("inv", numberedTools(4)...)
-	f.locked(func() { f.latency = benchLatency })
+	f.setLatency(benchLatency)
 	c := f.client()
 	b.ReportAllocs()
 	for b.Loop() {

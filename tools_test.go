@@ -471,11 +471,9 @@ func TestWriteRefusedBeforeSending(t *testing.T) {
 	refused := closed.Addr().String()
 	closed.Close()
 	var discovered atomic.Int32
-	f.locked(func() {
-		f.before = func(r *http.Request) {
-			if r.Method == http.MethodGet {
-				discovered.Add(1)
-			}
+	f.setBefore(func(r *http.Request) {
+		if r.Method == http.MethodGet {
+			discovered.Add(1)
 		}
 	})
 	tr := b.client.http.Transport.(*http.Transport)
@@ -588,7 +586,8 @@ func TestPerCallTokensAndHeaders(t *testing.T) {
 		{"abcdefabcdefabcdefabcdefabcdefabcdefabcd", "Token abcdefabcdefabcdefabcdefabcdefabcdefabcd"},
 		{"nbt_key1.secret1", "Bearer nbt_key1.secret1"},
 	} {
-		f.locked(func() { f.token, f.log = c.header, nil })
+		f.setToken(c.header)
+		f.resetLog()
 		r := callInv(t, cs, "create", map[string]any{"name": "x"}, "token", c.token, "header", []any{"X-Trace: t1", "X-Tenant=blue"})
 		if r.isError {
 			t.Fatalf("%s: %+v", c.token, r)
@@ -783,7 +782,7 @@ func TestMalformedLines(t *testing.T) {
 func BenchmarkCallToolRead(b *testing.B) {
 	const latency = 10 * time.Millisecond
 	f := newInvNetBox(b)
-	f.locked(func() { f.latency = latency })
+	f.setLatency(latency)
 	cs := connect(b, newBridge(f, false), protocolVersions[0], nil)
 	args := map[string]any{"plugin": "inv", "tool": "search", "arguments": map[string]any{"q": "x", "limit": 5}}
 	b.ReportAllocs()
