@@ -137,13 +137,36 @@ func (f *fakeNetBox) config() *config {
 	return &config{base: base, origin: origin, prefix: prefix, auth: f.token, timeout: 5 * time.Second}
 }
 
-func (f *fakeNetBox) client() *client { return testClient(f.t, f.config()) }
+// client is a client of this NetBox; edits change its configuration first.
+func (f *fakeNetBox) client(edits ...func(*config)) *client {
+	return testClient(f.t, f.config(), edits...)
+}
 
-// testClient is newClient with its idle connections closed at the end.
-func testClient(t testing.TB, cfg *config) *client {
+// testClient is newClient of cfg after edits, with its idle connections
+// closed at the end.
+func testClient(t testing.TB, cfg *config, edits ...func(*config)) *client {
+	for _, edit := range edits {
+		edit(cfg)
+	}
 	c := newClient(cfg)
 	t.Cleanup(c.http.CloseIdleConnections)
 	return c
+}
+
+// Configuration edits for client, testClient and rawClient.
+func withTimeout(d time.Duration) func(*config) { return func(c *config) { c.timeout = d } }
+func withAuth(auth string) func(*config)        { return func(c *config) { c.auth = auth } }
+func insecureTLS(c *config)                     { c.insecure = true }
+
+// untilCancelled holds a handler until the client gives up on its request,
+// at most 10 s, and reports whether it did.
+func untilCancelled(r *http.Request) bool {
+	select {
+	case <-r.Context().Done():
+		return true
+	case <-time.After(10 * time.Second):
+		return false
+	}
 }
 
 // addPlugin adds a plugin that advertises a manifest of tools, or nothing
@@ -459,6 +482,35 @@ func toolNames(cat *catalog) []string {
 	var names []string
 	for _, t := range cat.tools {
 		names = append(names, t.qualifiedName())
+	}
+	return names
+}
+
+// catalogJSON is a plugin_list_tools result document (SPEC §9), as scan
+// --json prints it and as the MCP tool answers it.
+type catalogJSON struct {
+	SchemaVersion string `json:"schema_version"`
+	Tools         []struct {
+		QualifiedName string `json:"qualified_name"`
+		RequestPath   string `json:"request_path"`
+		Effect        string `json:"effect"`
+	} `json:"tools"`
+	Problems []scanProblem `json:"problems"`
+}
+
+func decodeCatalog(t testing.TB, doc []byte) catalogJSON {
+	t.Helper()
+	var c catalogJSON
+	if err := json.Unmarshal(doc, &c); err != nil {
+		t.Fatalf("not a catalog document: %v\n%s", err, doc)
+	}
+	return c
+}
+
+func (c catalogJSON) names() []string {
+	var names []string
+	for _, t := range c.Tools {
+		names = append(names, t.QualifiedName)
 	}
 	return names
 }
@@ -1140,9 +1192,7 @@ func TestScanBadToken(t *testing.T) {
 	t.Parallel()
 	f := newFakeNetBox(t)
 	f.addPlugin("example", readTool("list"))
-	cfg := f.config()
-	cfg.auth = "Token ffffffffffffffffffffffffffffffffffffffff"
-	c := testClient(t, cfg)
+	c := f.client(withAuth("Token ffffffffffffffffffffffffffffffffffffffff"))
 	be := scanAllFails(t, c, `GET /api/plugins/: HTTP 403: "Invalid token."`)
 	if strings.Contains(be.Message, "ffffffff") {
 		t.Errorf("message %q echoes the token", be.Message)
@@ -1476,12 +1526,7 @@ func TestScanDeadline(t *testing.T) {
 	// A root that never answers: the per-request timeout (5 s) is longer,
 	// so the scan deadline must end the scan.
 	f.addPlugin("slow", readTool("list"))
-	f.handle("/api/plugins/slow/", func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-r.Context().Done():
-		case <-time.After(10 * time.Second):
-		}
-	})
+	f.handle("/api/plugins/slow/", func(w http.ResponseWriter, r *http.Request) { untilCancelled(r) })
 	scanDeadline = 300 * time.Millisecond
 	scanAllFails(t, f.client(), "the scan took longer than 300ms")
 	scanOneFails(t, f.client(), "slow", "discovery_failed", "the scan took longer than 300ms")
@@ -1495,12 +1540,7 @@ func TestScanCancelled(t *testing.T) {
 	arrived, cancelled := make(chan struct{}), make(chan bool, 2)
 	f.handle("/api/plugins/slow/", func(w http.ResponseWriter, r *http.Request) {
 		arrived <- struct{}{}
-		select {
-		case <-r.Context().Done():
-			cancelled <- true
-		case <-time.After(10 * time.Second):
-			cancelled <- false
-		}
+		cancelled <- untilCancelled(r)
 	})
 	for _, one := range []bool{false, true} {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -1526,10 +1566,7 @@ func TestScanStalledBody(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"mcp": {"schema_ver`)
 		w.(http.Flusher).Flush()
-		select {
-		case <-r.Context().Done():
-		case <-time.After(10 * time.Second):
-		}
+		untilCancelled(r)
 	}
 	for _, path := range []string{"/api/plugins/stuck/", "/api/plugins/stuck/mcp/"} {
 		t.Run(path, func(t *testing.T) {
@@ -1538,9 +1575,7 @@ func TestScanStalledBody(t *testing.T) {
 			f.addPlugin("stuck", readTool("list"))
 			f.addPlugin("good", readTool("list"))
 			f.handle(path, stall)
-			cfg := f.config()
-			cfg.timeout = time.Second
-			c := testClient(t, cfg)
+			c := f.client(withTimeout(time.Second))
 			cat := scanAllOK(t, c)
 			onlyProblem(t, cat, "stuck", "discovery_failed", "GET "+path+": body could not be read: timed out after 1s")
 			if got := toolNames(cat); !slices.Equal(got, []string{"good.list"}) {
@@ -1605,13 +1640,14 @@ func TestRedirectsNeverFollowed(t *testing.T) {
 	})
 }
 
-// rawClient is a client of a bare server, for transport tests.
-func rawClient(t *testing.T, rawURL string, timeout time.Duration) *client {
+// rawClient is a client of a bare server, for transport tests; edits
+// change its configuration first.
+func rawClient(t testing.TB, rawURL string, timeout time.Duration, edits ...func(*config)) *client {
 	base, origin, prefix, err := normalizeURL(rawURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return testClient(t, &config{base: base, origin: origin, prefix: prefix, auth: "Token " + fakeToken, timeout: timeout})
+	return testClient(t, &config{base: base, origin: origin, prefix: prefix, auth: "Token " + fakeToken, timeout: timeout}, edits...)
 }
 
 func listRequest(limit int) request {
@@ -1627,12 +1663,7 @@ func TestContentLengthFailsBeforeReading(t *testing.T) {
 		w.Header().Set("Content-Length", strconv.Itoa(rootLimits.bytes+1))
 		w.WriteHeader(http.StatusOK)
 		w.(http.Flusher).Flush()
-		select {
-		case <-r.Context().Done():
-			done <- true
-		case <-time.After(10 * time.Second):
-			done <- false
-		}
+		done <- untilCancelled(r)
 	}))
 	t.Cleanup(srv.Close)
 	c := rawClient(t, srv.URL, 5*time.Second)
@@ -1814,20 +1845,15 @@ func TestNonSuccessBodiesChargeTheBudget(t *testing.T) {
 func TestTransportErrorSent(t *testing.T) {
 	t.Parallel()
 	// A refused connection: nothing was sent.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := "http://" + ln.Addr().String()
-	ln.Close()
-	_, err = rawClient(t, refused, 2*time.Second).do(context.Background(), listRequest(rootLimits.bytes))
+	refused := refusedURL(t)
+	_, err := rawClient(t, refused, 2*time.Second).do(context.Background(), listRequest(rootLimits.bytes))
 	var te *transportError
 	if !errors.As(err, &te) || te.sent || te.resp != nil {
 		t.Fatalf("refused: %#v, want sent false", err)
 	}
 
 	// A server that reads the whole request, then hangs up: it was sent.
-	ln, err = net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -485,7 +485,8 @@ func oneLine(t *testing.T, s, want string) {
 	}
 }
 
-func refusedURL(t *testing.T) string {
+// refusedURL is the URL of a loopback port that refuses connections.
+func refusedURL(t testing.TB) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -592,13 +593,9 @@ func TestScanCommandJSON(t *testing.T) {
 		t.Errorf("scan --json --plugin example: %d\n%s\nwant\n%s", code, out, want)
 	}
 	code, out, _ = runCLI(t, "scan", "--plugin", "broken", "--json")
-	var doc struct {
-		Tools    []json.RawMessage `json:"tools"`
-		Problems []scanProblem     `json:"problems"`
-	}
-	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != exitInvalid || len(doc.Tools) != 0 ||
+	if doc := decodeCatalog(t, []byte(out)); code != 1 || len(doc.Tools) != 0 ||
 		len(doc.Problems) != 1 || doc.Problems[0].Plugin != "broken" || doc.Problems[0].Code != "discovery_failed" {
-		t.Errorf("scan --json --plugin broken: %d %v\n%s", code, err, out)
+		t.Errorf("scan --json --plugin broken: %d\n%s", code, out)
 	}
 }
 
@@ -640,19 +637,11 @@ func TestScanDemo(t *testing.T) {
 		t.Errorf("scan --demo reports a plugin that does not participate:\n%s", out)
 	}
 	code, out, _ = runCLI(t, "scan", "--demo", "--json")
-	var doc struct {
-		SchemaVersion string `json:"schema_version"`
-		Tools         []struct {
-			QualifiedName string `json:"qualified_name"`
-			RequestPath   string `json:"request_path"`
-			Effect        string `json:"effect"`
-		} `json:"tools"`
-		Problems []scanProblem `json:"problems"`
+	doc := decodeCatalog(t, []byte(out))
+	if code != 1 {
+		t.Fatalf("scan --demo --json: %d", code)
 	}
-	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != exitInvalid {
-		t.Fatalf("scan --demo --json: %d %v", code, err)
-	}
-	if len(doc.Tools) != 2 || doc.Tools[0].QualifiedName != "example.list_reports" || doc.Tools[1].QualifiedName != "example.run_report" ||
+	if !slices.Equal(doc.names(), []string{"example.list_reports", "example.run_report"}) ||
 		doc.Tools[1].RequestPath != "/api/plugins/example/reports/run/" || doc.Tools[1].Effect != "write" ||
 		len(doc.Problems) != 1 || doc.Problems[0].Plugin != "broken" || doc.Problems[0].Code != "discovery_failed" {
 		t.Errorf("scan --demo --json: %+v", doc)

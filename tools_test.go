@@ -92,8 +92,9 @@ func connect(t testing.TB, b *bridge, version string, opts *mcp.ClientOptions) *
 	return cs
 }
 
-func newBridge(f *fakeNetBox, allowMutations bool) *bridge {
-	return &bridge{client: testClient(f.t, f.config()), allowMutations: allowMutations}
+// newBridge serves f; edits change the client's configuration first.
+func newBridge(f *fakeNetBox, allowMutations bool, edits ...func(*config)) *bridge {
+	return &bridge{client: f.client(edits...), allowMutations: allowMutations}
 }
 
 // result is a tool result with its structured content decoded.
@@ -206,18 +207,14 @@ func TestListTools(t *testing.T) {
 	for _, v := range protocolVersions {
 		cs := connect(t, newBridge(f, false), v, nil)
 		all := call(t, cs, "plugin_list_tools", map[string]any{})
-		tools, _ := all.doc["tools"].([]any)
-		var names []string
-		for _, tl := range tools {
-			names = append(names, tl.(map[string]any)["qualified_name"].(string))
-		}
-		if all.isError || !slices.Equal(names, []string{"inv.create", "inv.peek", "inv.purge", "inv.search"}) {
+		cat := decodeCatalog(t, []byte(all.text))
+		if names := cat.names(); all.isError || !slices.Equal(names, []string{"inv.create", "inv.peek", "inv.purge", "inv.search"}) {
 			t.Fatalf("%q: %v %+v", v, names, all)
 		}
-		problems, _ := all.doc["problems"].([]any)
-		if len(problems) != 1 || problems[0].(map[string]any)["plugin"] != "broken" || all.doc["schema_version"] != "1" {
-			t.Fatalf("%q: problems %v", v, problems)
+		if len(cat.Problems) != 1 || cat.Problems[0].Plugin != "broken" || cat.SchemaVersion != "1" {
+			t.Fatalf("%q: problems %v", v, cat.Problems)
 		}
+		tools := all.doc["tools"].([]any)
 		first := tools[0].(map[string]any)
 		if first["request_path"] != recordsPath || first["plugin"] != "inv" || first["method"] != "POST" {
 			t.Errorf("%q: descriptor %v", v, first)
@@ -227,7 +224,7 @@ func TestListTools(t *testing.T) {
 		}
 
 		one := call(t, cs, "plugin_list_tools", map[string]any{"plugin": "inv"})
-		if one.isError || len(one.doc["tools"].([]any)) != 4 || len(one.doc["problems"].([]any)) != 0 {
+		if cat := decodeCatalog(t, []byte(one.text)); one.isError || len(cat.Tools) != 4 || len(cat.Problems) != 0 {
 			t.Fatalf("%q: list one: %+v", v, one)
 		}
 		wantError(t, call(t, cs, "plugin_list_tools", map[string]any{"plugin": "broken"}), "discovery_failed", false)
@@ -467,9 +464,7 @@ func TestWriteOutcomes(t *testing.T) {
 func TestWriteRefusedBeforeSending(t *testing.T) {
 	f := newInvNetBox(t)
 	b := newBridge(f, true)
-	closed, _ := net.Listen("tcp", "127.0.0.1:0")
-	refused := closed.Addr().String()
-	closed.Close()
+	refused := strings.TrimPrefix(refusedURL(t), "http://")
 	var discovered atomic.Int32
 	f.setBefore(func(r *http.Request) {
 		if r.Method == http.MethodGet {
@@ -705,8 +700,9 @@ func TestCancellationStopsRequests(t *testing.T) {
 	entered, stopped := make(chan struct{}), make(chan struct{})
 	f.handle(searchPath, func(w http.ResponseWriter, r *http.Request) {
 		close(entered)
-		<-r.Context().Done() // the bridge cancelled the request
-		close(stopped)
+		if untilCancelled(r) {
+			close(stopped)
+		}
 	})
 	cs := connect(t, newBridge(f, false), protocolVersions[0], nil)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -139,8 +139,7 @@ func TestWriteNotReplayedAfterHTTP2Reset(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			url, requests := serveBareH2(t, fail)
-			c := rawClient(t, url, 5*time.Second)
-			c.http.Transport.(*http.Transport).TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
+			c := rawClient(t, url, 5*time.Second, insecureTLS)
 			req := request{method: http.MethodPost, path: write.requestPath, body: []byte(`{"scope":"all"}`), limit: instanceLimits.bytes}
 			resp, err := c.do(context.Background(), req)
 			if n := requests.Load(); n != 1 {
@@ -156,8 +155,7 @@ func TestWriteNotReplayedAfterHTTP2Reset(t *testing.T) {
 			}
 
 			url, requests = serveBareH2(t, fail)
-			c = rawClient(t, url, 5*time.Second)
-			c.http.Transport.(*http.Transport).TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
+			c = rawClient(t, url, 5*time.Second, insecureTLS)
 			if resp, err := c.do(context.Background(), listRequest(rootLimits.bytes)); err != nil || resp.status != 201 || requests.Load() != 2 {
 				t.Errorf("read: %v after %d requests, want 201 after 2", err, requests.Load())
 			}
