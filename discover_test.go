@@ -23,6 +23,24 @@ import (
 	"time"
 )
 
+// ---- the SPEC's numbers ----
+
+// The bounds of SPEC §3 and §5, written here from the SPEC, never read from
+// the implementation's variables: they are the tests' oracle.
+const (
+	specListBytes     = 1 << 20   // §3: the plugin list and each plugin root
+	specManifestBytes = 256 << 10 // §3: one manifest
+	specInstanceBytes = 256 << 10 // §5: arguments and target bodies
+	specScanBytes     = 2 << 20   // §3: discovery bodies of one scan, in aggregate
+	specScanRoots     = 128       // §3: plugin roots of one scan
+	specScanTools     = 512       // §3: tools of one scan
+	specScanRequests  = 257       // §3: discovery requests of one scan
+	specManifestTools = 64        // §3, §4: tools of one manifest
+	specSchemaValues  = 2048      // §5: values of one schema
+	specClip          = 200       // §4: characters of hostile input a message may echo
+	specInFlight      = 16        // §3: discovery requests in flight
+)
+
 // ---- a fake NetBox, shared by every test that needs one ----
 
 // fakeToken is the v1 token the fake NetBox accepts by default.
@@ -616,7 +634,7 @@ func TestScanAllHappyPath(t *testing.T) {
 	f.addPlugin("example", readTool("list_reports"), writeTool("run_report"))
 	f.addPlugin("quiet") // no mcp member
 	f.setPlugin("nullmcp", &fakePlugin{root: `{"mcp": null, "widgets": "{base}/api/plugins/nullmcp/widgets/"}`})
-	f.addListEntry(installedPlugins, `"{base}/api/plugins/installed-plugins/"`)
+	f.addListEntry("installed-plugins", `"{base}/api/plugins/installed-plugins/"`)
 	var progress []string
 	var mu sync.Mutex
 	cat, err := f.client().scanAll(context.Background(), callOptions{progress: func(done, total int) {
@@ -992,7 +1010,7 @@ func TestResolveLink(t *testing.T) {
 		}
 	}
 	// A hostile host is named, clipped, beside the configured origin.
-	if _, err := c.resolveLink("https://"+strings.Repeat("q", 5000)+"/api/plugins/x/", true); err == nil || strings.Count(err.Error(), "q") > 2*clipLimit+10 {
+	if _, err := c.resolveLink("https://"+strings.Repeat("q", 5000)+"/api/plugins/x/", true); err == nil || strings.Count(err.Error(), "q") > 2*specClip+10 {
 		t.Errorf("a long cross-origin link: %d bytes of error", len(fmt.Sprint(err)))
 	}
 }
@@ -1173,7 +1191,7 @@ func TestScanAllBoundedConcurrency(t *testing.T) {
 	for i := range 40 {
 		f.addPlugin(fmt.Sprintf("p%02d", i), readTool("list"))
 	}
-	b := newBarrier(16)
+	b := newBarrier(specInFlight)
 	f.setBefore(func(r *http.Request) {
 		if r.URL.Path != "/api/plugins/" {
 			b.wait()
@@ -1183,8 +1201,8 @@ func TestScanAllBoundedConcurrency(t *testing.T) {
 	if len(cat.tools) != 40 {
 		t.Fatalf("%d tools", len(cat.tools))
 	}
-	if !b.reached.Load() || f.peakInFlight() != 16 { // SPEC §3: 16 requests in flight
-		t.Errorf("peak in flight %d, want exactly %d", f.peakInFlight(), 16)
+	if !b.reached.Load() || f.peakInFlight() != specInFlight {
+		t.Errorf("peak in flight %d, want exactly %d", f.peakInFlight(), specInFlight)
 	}
 }
 
@@ -1254,18 +1272,18 @@ func TestDiscoveryRequestHeaders(t *testing.T) {
 
 func TestScanRootLimit(t *testing.T) {
 	t.Parallel()
-	for _, n := range []int{scanRootLimit, scanRootLimit + 1} {
+	for _, n := range []int{specScanRoots, specScanRoots + 1} {
 		t.Run(strconv.Itoa(n), func(t *testing.T) {
 			t.Parallel()
 			f := newFakeNetBox(t)
 			for i := range n {
 				f.addPlugin(fmt.Sprintf("p%03d", i), numberedTools(4)...)
 			}
-			f.addListEntry(installedPlugins, `"{base}/api/plugins/installed-plugins/"`) // not a root
-			if n == scanRootLimit {
+			f.addListEntry("installed-plugins", `"{base}/api/plugins/installed-plugins/"`) // not a root
+			if n == specScanRoots {
 				// 128 roots of 4 tools: 512 tools and 257 requests, every limit exactly.
 				cat := scanAllOK(t, f.client())
-				if len(cat.tools) != scanToolLimit || len(cat.problems) != 0 || f.totalRequests() != scanRequestLimit {
+				if len(cat.tools) != specScanTools || len(cat.problems) != 0 || f.totalRequests() != specScanRequests {
 					t.Errorf("%d tools, problems %v, %d requests", len(cat.tools), cat.problems, f.totalRequests())
 				}
 				return
@@ -1281,11 +1299,11 @@ func TestScanRootLimit(t *testing.T) {
 func TestScanToolLimit(t *testing.T) {
 	t.Parallel()
 	for _, extra := range []int{0, 1} {
-		t.Run(strconv.Itoa(scanToolLimit+extra), func(t *testing.T) {
+		t.Run(strconv.Itoa(specScanTools+extra), func(t *testing.T) {
 			t.Parallel()
 			f := newFakeNetBox(t)
 			for i := range 8 {
-				f.addPlugin(fmt.Sprintf("p%d", i), numberedTools(manifestToolLimit)...)
+				f.addPlugin(fmt.Sprintf("p%d", i), numberedTools(specManifestTools)...)
 			}
 			if extra > 0 {
 				f.addPlugin("one-more", readTool("list"))
@@ -1323,7 +1341,7 @@ func TestScanManifestToolLimit(t *testing.T) {
 func TestScanAggregateBudget(t *testing.T) {
 	t.Parallel()
 	for _, extra := range []int{0, 1} {
-		t.Run(strconv.Itoa(scanByteLimit+extra), func(t *testing.T) {
+		t.Run(strconv.Itoa(specScanBytes+extra), func(t *testing.T) {
 			t.Parallel()
 			const n = 16
 			f := newFakeNetBox(t)
@@ -1331,7 +1349,7 @@ func TestScanAggregateBudget(t *testing.T) {
 				f.addPlugin(fmt.Sprintf("p%02d", i))
 			}
 			// The list and n roots together are exactly the budget, plus extra.
-			left := scanByteLimit + extra - len(f.body("/api/plugins/"))
+			left := specScanBytes + extra - len(f.body("/api/plugins/"))
 			b := newBarrier(n)
 			for i := range n {
 				slug := fmt.Sprintf("p%02d", i)
@@ -1373,9 +1391,9 @@ func TestScanDocumentByteLimits(t *testing.T) {
 		limit      int
 		whole      bool // the whole scan fails, not one plugin
 	}{
-		{"list", "/api/plugins/", rootLimits.bytes, true},
-		{"root", "/api/plugins/a/", rootLimits.bytes, false},
-		{"manifest", "/api/plugins/a/mcp/", manifestLimits.bytes, false},
+		{"list", "/api/plugins/", specListBytes, true},
+		{"root", "/api/plugins/a/", specListBytes, false},
+		{"manifest", "/api/plugins/a/mcp/", specManifestBytes, false},
 	}
 	for _, d := range docs {
 		for _, chunked := range []bool{false, true} {
@@ -1427,7 +1445,7 @@ func manifestWithValues(t *testing.T, slug string, n int) string {
 	base, _ := jsonShape(t, build(counts))
 	left := n - base
 	for i := range counts {
-		counts[i] = min(left, schemaLimits.values-2) // the schema object and its examples array
+		counts[i] = min(left, specSchemaValues-2) // the schema object and its examples array
 		left -= counts[i]
 	}
 	doc := build(counts)
@@ -1515,6 +1533,9 @@ func TestScanDepthAndValueLimits(t *testing.T) {
 func TestScanDeadline(t *testing.T) {
 	saved := scanDeadline
 	t.Cleanup(func() { scanDeadline = saved })
+	if saved != 30*time.Second {
+		t.Errorf("the scan deadline is %v; SPEC §3 says 30 s", saved)
+	}
 
 	f := newFakeNetBox(t)
 	f.addPlugin("fast", readTool("list"))
@@ -1660,14 +1681,14 @@ func TestContentLengthFailsBeforeReading(t *testing.T) {
 	// started reading would block until its timeout instead.
 	done := make(chan bool, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Length", strconv.Itoa(rootLimits.bytes+1))
+		w.Header().Set("Content-Length", strconv.Itoa(specListBytes+1))
 		w.WriteHeader(http.StatusOK)
 		w.(http.Flusher).Flush()
 		done <- untilCancelled(r)
 	}))
 	t.Cleanup(srv.Close)
 	c := rawClient(t, srv.URL, 5*time.Second)
-	resp, err := c.do(context.Background(), listRequest(rootLimits.bytes))
+	resp, err := c.do(context.Background(), listRequest(specListBytes))
 	if !errors.Is(err, errTooLarge) || !strings.Contains(err.Error(), "Content-Length 1048577 is more than 1048576 bytes") {
 		t.Fatalf("error %v", err)
 	}
@@ -1680,10 +1701,10 @@ func TestContentLengthFailsBeforeReading(t *testing.T) {
 	}
 	// Exactly at the limit the body is read.
 	srv2 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, "{}"+strings.Repeat(" ", rootLimits.bytes-2), false)
+		writeJSON(w, http.StatusOK, "{}"+strings.Repeat(" ", specListBytes-2), false)
 	}))
 	t.Cleanup(srv2.Close)
-	if resp, err := rawClient(t, srv2.URL, 5*time.Second).do(context.Background(), listRequest(rootLimits.bytes)); err != nil || len(resp.body) != rootLimits.bytes {
+	if resp, err := rawClient(t, srv2.URL, 5*time.Second).do(context.Background(), listRequest(specListBytes)); err != nil || len(resp.body) != specListBytes {
 		t.Errorf("at the limit: %v", err)
 	}
 }
@@ -1704,7 +1725,7 @@ func TestResponseHeadersBounded(t *testing.T) {
 	t.Cleanup(srv.Close)
 	c := rawClient(t, srv.URL, 5*time.Second)
 	for pads, ok := range map[int]bool{4: true, 256: false, 2500: false} {
-		req := listRequest(rootLimits.bytes)
+		req := listRequest(specListBytes)
 		req.query = "pads=" + strconv.Itoa(pads)
 		if _, err := c.do(context.Background(), req); (err == nil) != ok || !ok && !strings.Contains(err.Error(), "headers exceeded") {
 			t.Errorf("%d KB of headers: %v", pads*4, err)
@@ -1781,7 +1802,7 @@ func TestHostileBodiesStayBounded(t *testing.T) {
 			defer srv.Close()
 			cl := rawClient(t, srv.URL, 10*time.Second)
 			var err error
-			alloc := allocatedDuring(func() { _, err = cl.do(context.Background(), listRequest(rootLimits.bytes)) })
+			alloc := allocatedDuring(func() { _, err = cl.do(context.Background(), listRequest(specListBytes)) })
 			if !errors.Is(err, errTooLarge) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %v, want %q", err, c.want)
 			}
@@ -1815,7 +1836,7 @@ func TestNonSuccessBodiesChargeTheBudget(t *testing.T) {
 	c := rawClient(t, srv.URL, 5*time.Second)
 	b := new(atomic.Int64)
 	b.Store(int64(len(page)))
-	req := listRequest(rootLimits.bytes)
+	req := listRequest(specListBytes)
 	req.budget = b
 	resp, err := c.do(context.Background(), req)
 	if err != nil || resp.status != 404 || string(resp.body) != page || b.Load() != 0 {
@@ -1846,7 +1867,7 @@ func TestTransportErrorSent(t *testing.T) {
 	t.Parallel()
 	// A refused connection: nothing was sent.
 	refused := refusedURL(t)
-	_, err := rawClient(t, refused, 2*time.Second).do(context.Background(), listRequest(rootLimits.bytes))
+	_, err := rawClient(t, refused, 2*time.Second).do(context.Background(), listRequest(specListBytes))
 	var te *transportError
 	if !errors.As(err, &te) || te.sent || te.resp != nil {
 		t.Fatalf("refused: %#v, want sent false", err)
@@ -1874,7 +1895,7 @@ func TestTransportErrorSent(t *testing.T) {
 		}
 	}()
 	c := rawClient(t, "http://"+ln.Addr().String(), 2*time.Second)
-	for _, req := range []request{listRequest(rootLimits.bytes), {method: http.MethodPost, path: "/api/plugins/x/run/", body: []byte(`{"a":1}`), limit: instanceLimits.bytes}} {
+	for _, req := range []request{listRequest(specListBytes), {method: http.MethodPost, path: "/api/plugins/x/run/", body: []byte(`{"a":1}`), limit: specInstanceBytes}} {
 		_, err = c.do(context.Background(), req)
 		te = nil
 		if !errors.As(err, &te) || !te.sent || te.resp != nil {
@@ -1902,7 +1923,7 @@ const benchLatency = 10 * time.Millisecond
 // each; SPEC §10 wants at most 20 round trips (sequentially it takes 257).
 func BenchmarkScan128(b *testing.B) {
 	f := newFakeNetBox(b)
-	for i := range scanRootLimit {
+	for i := range specScanRoots {
 		f.addPlugin(fmt.Sprintf("p%03d", i), numberedTools(4)...)
 	}
 	f.setLatency(benchLatency)
@@ -1910,7 +1931,7 @@ func BenchmarkScan128(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		cat, err := c.scanAll(context.Background(), callOptions{})
-		if err != nil || len(cat.tools) != 4*scanRootLimit {
+		if err != nil || len(cat.tools) != 4*specScanRoots {
 			b.Fatal(err)
 		}
 	}
@@ -1945,7 +1966,7 @@ func FuzzResolveLink(f *testing.F) {
 	f.Fuzz(func(t *testing.T, link string) {
 		path, err := c.resolveLink(link, true)
 		if err != nil {
-			if len(err.Error()) > 3*clipLimit+400 {
+			if len(err.Error()) > 3*specClip+400 {
 				t.Fatalf("error echoes too much: %d bytes", len(err.Error()))
 			}
 			return

@@ -228,7 +228,7 @@ func TestConfigPrecedence(t *testing.T) {
 		{"NETBOX_PROFILE", commonFlags{}, map[string]string{"NETBOX_PROFILE": "prod"},
 			want{"https://prod.example.com", v1, 7500 * time.Millisecond, false}},
 		{"--profile beats NETBOX_PROFILE", commonFlags{profile: "staging"}, map[string]string{"NETBOX_PROFILE": "prod"},
-			want{"http://staging.example.com:8080", "", defaultTimeout, false}},
+			want{"http://staging.example.com:8080", "", 30 * time.Second, false}},
 		{"env beats a named profile", commonFlags{profile: "prod"}, map[string]string{"NETBOX_URL": "https://env.example.com",
 			"NETBOX_TOKEN": "nbt_env.tok", "NETBOX_TIMEOUT": "9"},
 			want{"https://env.example.com", "Bearer nbt_env.tok", 9 * time.Second, false}},
@@ -384,7 +384,7 @@ func TestTimeoutSetting(t *testing.T) {
 	env := func(timeout string) environment {
 		return testEnv(t.TempDir(), map[string]string{"NETBOX_URL": "https://x", "NETBOX_TOKEN": "nbt_a.b", "NETBOX_TIMEOUT": timeout})
 	}
-	for value, want := range map[string]time.Duration{"": defaultTimeout, "10": 10 * time.Second, "2.5": 2500 * time.Millisecond,
+	for value, want := range map[string]time.Duration{"": 30 * time.Second, "10": 10 * time.Second, "2.5": 2500 * time.Millisecond,
 		"0.1": 100 * time.Millisecond, "86400": 24 * time.Hour} {
 		if cfg := mustLoad(t, commonFlags{}, env(value)); cfg.timeout != want {
 			t.Errorf("NETBOX_TIMEOUT=%q: %v, want %v", value, cfg.timeout, want)
@@ -503,24 +503,24 @@ func TestScanCommandExitCodes(t *testing.T) {
 
 	scanEnv(t, clean)
 	code, out, errOut := runCLI(t, "scan")
-	if code != exitOK || errOut != "" || !strings.Contains(out, "TOOL") || !strings.Contains(out, "example.list_reports") ||
+	if code != 0 || errOut != "" || !strings.Contains(out, "TOOL") || !strings.Contains(out, "example.list_reports") ||
 		!strings.Contains(out, "example.run_report") || strings.Contains(out, "problem") {
 		t.Errorf("clean scan: %d\n%s%s", code, out, errOut)
 	}
-	if code, out, _ := runCLI(t, "scan", "--plugin", "example"); code != exitOK || !strings.Contains(out, "example.run_report") {
+	if code, out, _ := runCLI(t, "scan", "--plugin", "example"); code != 0 || !strings.Contains(out, "example.run_report") {
 		t.Errorf("scan --plugin example: %d\n%s", code, out)
 	}
 	code, out, _ = runCLI(t, "scan", "--plugin", "missing")
-	if code != exitInvalid || !strings.Contains(out, "1 problem(s):\nmissing: plugin_not_found: ") {
+	if code != 1 || !strings.Contains(out, "1 problem(s):\nmissing: plugin_not_found: ") {
 		t.Errorf("scan --plugin missing: %d\n%s", code, out)
 	}
-	if code, out, _ := runCLI(t, "scan", "--plugin", "quiet"); code != exitInvalid || !strings.Contains(out, "quiet: not_advertised: ") {
+	if code, out, _ := runCLI(t, "scan", "--plugin", "quiet"); code != 1 || !strings.Contains(out, "quiet: not_advertised: ") {
 		t.Errorf("scan --plugin quiet: %d\n%s", code, out)
 	}
 
 	f.setPlugin("broken", &fakePlugin{manifest: `{"schema_version": "1", "plugin": "broken", "tools": []}`})
 	code, out, errOut = runCLI(t, "scan")
-	if code != exitInvalid || errOut != "" || !strings.Contains(out, "example.list_reports") ||
+	if code != 1 || errOut != "" || !strings.Contains(out, "example.list_reports") ||
 		!strings.Contains(out, "1 problem(s):\nbroken: discovery_failed: manifest /api/plugins/broken/mcp/: tools: must be an array") {
 		t.Errorf("scan with a problem: %d\n%s%s", code, out, errOut)
 	}
@@ -528,25 +528,25 @@ func TestScanCommandExitCodes(t *testing.T) {
 	// Configuration errors.
 	scanEnv(t, nil)
 	code, out, errOut = runCLI(t, "scan")
-	if code != exitUsage || out != "" {
+	if code != 2 || out != "" {
 		t.Errorf("no URL: %d %q", code, out)
 	}
 	oneLine(t, errOut, "netbox-plugin-bridge scan: no NetBox URL: set NETBOX_URL")
 	scanEnv(t, map[string]string{"NETBOX_URL": "ftp://netbox", "NETBOX_TOKEN": secretV2})
 	code, _, errOut = runCLI(t, "scan")
-	if code != exitUsage {
+	if code != 2 {
 		t.Errorf("bad URL: %d", code)
 	}
 	oneLine(t, errOut, `NETBOX_URL: scheme "ftp" is not http or https`)
 	scanEnv(t, map[string]string{"NETBOX_URL": f.URL, "NETBOX_TOKEN": secretV2 + "\r"})
 	code, _, errOut = runCLI(t, "scan")
-	if code != exitUsage {
+	if code != 2 {
 		t.Errorf("bad token: %d", code)
 	}
 	oneLine(t, errOut, "NETBOX_TOKEN: the token contains a control character")
 	scanEnv(t, clean)
 	code, _, errOut = runCLI(t, "scan", "--timeout=-1s")
-	if code != exitUsage {
+	if code != 2 {
 		t.Errorf("negative --timeout: %d", code)
 	}
 	oneLine(t, errOut, "--timeout must be positive")
@@ -556,7 +556,7 @@ func TestScanCommandExitCodes(t *testing.T) {
 	scanEnv(t, map[string]string{"NETBOX_URL": refused, "NETBOX_TOKEN": secretV2})
 	for _, args := range [][]string{{"scan"}, {"scan", "--plugin", "example"}, {"scan", "--json"}} {
 		code, out, errOut = runCLI(t, args...)
-		if code != exitUsage || out != "" {
+		if code != 2 || out != "" {
 			t.Errorf("%v against a refused port: %d %q", args, code, out)
 		}
 		oneLine(t, errOut, "netbox-plugin-bridge scan: discovery_failed: GET /api/plugins/")
@@ -568,7 +568,7 @@ func TestScanCommandExitCodes(t *testing.T) {
 	// A token NetBox refuses: the whole scan is an error, and no output shows it.
 	scanEnv(t, map[string]string{"NETBOX_URL": f.URL, "NETBOX_TOKEN": secretV1})
 	code, out, errOut = runCLI(t, "scan")
-	if code != exitUsage || out != "" {
+	if code != 2 || out != "" {
 		t.Errorf("refused token: %d %q", code, out)
 	}
 	oneLine(t, errOut, `HTTP 403: "Invalid token."`)
@@ -581,7 +581,7 @@ func TestScanCommandJSON(t *testing.T) {
 	scanEnv(t, map[string]string{"NETBOX_URL": f.URL, "NETBOX_TOKEN": fakeToken})
 	code, out, errOut := runCLI(t, "scan", "--json")
 	want := string(catalogDocument(scanAllOK(t, f.client()))) + "\n"
-	if code != exitInvalid || errOut != "" || out != want {
+	if code != 1 || errOut != "" || out != want {
 		t.Errorf("scan --json: %d\n%s\nwant\n%s", code, out, want)
 	}
 	cat, err := f.client().scanOne(context.Background(), "example", callOptions{})
@@ -589,7 +589,7 @@ func TestScanCommandJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, _ = runCLI(t, "scan", "--json", "--plugin", "example")
-	if want := string(catalogDocument(cat)) + "\n"; code != exitOK || out != want {
+	if want := string(catalogDocument(cat)) + "\n"; code != 0 || out != want {
 		t.Errorf("scan --json --plugin example: %d\n%s\nwant\n%s", code, out, want)
 	}
 	code, out, _ = runCLI(t, "scan", "--plugin", "broken", "--json")
@@ -614,7 +614,7 @@ func TestBadCommandLines(t *testing.T) {
 		{"--bogus"},
 	} {
 		code, out, errOut := runCLI(t, args...)
-		if code != exitUsage || out != "" {
+		if code != 2 || out != "" {
 			t.Errorf("%v: %d %q", args, code, out)
 		}
 		oneLine(t, errOut, "netbox-plugin-bridge")
@@ -624,7 +624,7 @@ func TestBadCommandLines(t *testing.T) {
 func TestScanDemo(t *testing.T) {
 	t.Parallel()
 	code, out, errOut := runCLI(t, "scan", "--demo")
-	if code != exitInvalid || errOut != "" {
+	if code != 1 || errOut != "" {
 		t.Errorf("scan --demo: %d %q", code, errOut)
 	}
 	for _, want := range []string{"example.list_reports", "example.run_report", "1 problem(s):",
@@ -633,7 +633,7 @@ func TestScanDemo(t *testing.T) {
 			t.Errorf("scan --demo does not print %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "quiet") || strings.Contains(out, installedPlugins) {
+	if strings.Contains(out, "quiet") || strings.Contains(out, "installed-plugins") {
 		t.Errorf("scan --demo reports a plugin that does not participate:\n%s", out)
 	}
 	code, out, _ = runCLI(t, "scan", "--demo", "--json")
@@ -646,10 +646,10 @@ func TestScanDemo(t *testing.T) {
 		len(doc.Problems) != 1 || doc.Problems[0].Plugin != "broken" || doc.Problems[0].Code != "discovery_failed" {
 		t.Errorf("scan --demo --json: %+v", doc)
 	}
-	if code, _, _ := runCLI(t, "scan", "--demo", "--plugin", "example"); code != exitOK {
+	if code, _, _ := runCLI(t, "scan", "--demo", "--plugin", "example"); code != 0 {
 		t.Errorf("scan --demo --plugin example: %d", code)
 	}
-	if code, out, _ := runCLI(t, "scan", "--demo", "--plugin", "quiet"); code != exitInvalid || !strings.Contains(out, "quiet: not_advertised") {
+	if code, out, _ := runCLI(t, "scan", "--demo", "--plugin", "quiet"); code != 1 || !strings.Contains(out, "quiet: not_advertised") {
 		t.Errorf("scan --demo --plugin quiet: %d\n%s", code, out)
 	}
 }
@@ -683,18 +683,18 @@ func TestCheckCommand(t *testing.T) {
 	t.Parallel()
 	const valid, invalid = "testdata/manifest-valid.json", "testdata/manifests/method-lowercase.json"
 	code, out, errOut := runCLI(t, "check", valid)
-	if code != exitOK || out != valid+": valid\n" || errOut != "" {
+	if code != 0 || out != valid+": valid\n" || errOut != "" {
 		t.Errorf("check valid: %d %q %q", code, out, errOut)
 	}
 	code, out, _ = runCLI(t, "check", invalid)
-	if code != exitInvalid || !strings.HasPrefix(out, `tools[0].method: "get" is not one of GET, HEAD, POST, PUT, PATCH, DELETE`) {
+	if code != 1 || !strings.HasPrefix(out, `tools[0].method: "get" is not one of GET, HEAD, POST, PUT, PATCH, DELETE`) {
 		t.Errorf("check invalid: %d %q", code, out)
 	}
 	missing := filepath.Join(t.TempDir(), "missing.json")
 	for _, args := range [][]string{{"check", missing}, {"check", missing, "--json"}, {"check"}, {"check", valid, invalid},
 		{"check", valid, "--arguments", "{}"}, {"check", valid, "--tool", "list_reports", "--arguments", "@" + missing}} {
 		code, out, errOut := runCLI(t, args...)
-		if code != exitUsage || out != "" {
+		if code != 2 || out != "" {
 			t.Errorf("%v: %d %q", args, code, out)
 		}
 		oneLine(t, errOut, "netbox-plugin-bridge check: ")
@@ -709,13 +709,13 @@ func TestCheckCommand(t *testing.T) {
 		return code, objectKeys(t, []byte(out)), doc
 	}
 	code, keys, doc := checkJSON(valid)
-	if code != exitOK || !slices.Equal(keys, []string{"valid", "problems"}) || string(doc["valid"]) != "true" || string(doc["problems"]) != "[]" {
+	if code != 0 || !slices.Equal(keys, []string{"valid", "problems"}) || string(doc["valid"]) != "true" || string(doc["problems"]) != "[]" {
 		t.Errorf("check --json valid: %d %v %s", code, keys, doc)
 	}
 	code, _, doc = checkJSON(invalid)
 	var ps []json.RawMessage
 	json.Unmarshal(doc["problems"], &ps)
-	if code != exitInvalid || string(doc["valid"]) != "false" || len(ps) == 0 {
+	if code != 1 || string(doc["valid"]) != "false" || len(ps) == 0 {
 		t.Fatalf("check --json invalid: %d %s", code, doc)
 	}
 	for _, p := range ps {
@@ -732,11 +732,11 @@ func TestCheckCommand(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"--tool", "list_reports", "--arguments", `{"limit": 5}`}, exitOK, ": valid"},
-		{[]string{"--tool", "list_reports", "--arguments", "@" + args}, exitOK, ": valid"},
-		{[]string{"--tool", "list_reports", "--arguments", `{"limit": 0}`}, exitInvalid, "arguments.limit: "},
-		{[]string{"--tool", "list_reports", "--arguments", `{"limit": 5, "limit": 6}`}, exitInvalid, `duplicate key "limit"`},
-		{[]string{"--tool", "nope"}, exitInvalid, `--tool: the manifest has no tool "nope"`},
+		{[]string{"--tool", "list_reports", "--arguments", `{"limit": 5}`}, 0, ": valid"},
+		{[]string{"--tool", "list_reports", "--arguments", "@" + args}, 0, ": valid"},
+		{[]string{"--tool", "list_reports", "--arguments", `{"limit": 0}`}, 1, "arguments.limit: "},
+		{[]string{"--tool", "list_reports", "--arguments", `{"limit": 5, "limit": 6}`}, 1, `duplicate key "limit"`},
+		{[]string{"--tool", "nope"}, 1, `--tool: the manifest has no tool "nope"`},
 	} {
 		code, out, _ := runCLI(t, append([]string{"check", valid}, c.args...)...)
 		if code != c.code || !strings.Contains(out, c.want) {
@@ -749,7 +749,7 @@ func TestVersionCommand(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		code, out, _ := runCLI(t, args...)
-		if code != exitOK || !strings.HasPrefix(out, "netbox-plugin-bridge ") || strings.Count(out, "\n") != 1 {
+		if code != 0 || !strings.HasPrefix(out, "netbox-plugin-bridge ") || strings.Count(out, "\n") != 1 {
 			t.Errorf("%v: %d %q", args, code, out)
 		}
 	}
@@ -996,7 +996,7 @@ func TestScanOutputIsPrintable(t *testing.T) {
 func TestNegativeTimeoutReportedFirst(t *testing.T) {
 	for _, args := range [][]string{{"scan", "--timeout", "-1s"}, {"scan", "--demo", "--timeout", "-1s"}} {
 		var out, errOut bytes.Buffer
-		if code := run(args, &out, &errOut); code != exitUsage || !strings.Contains(errOut.String(), "--timeout must be positive") {
+		if code := run(args, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "--timeout must be positive") {
 			t.Errorf("%v: %d %q", args, code, errOut.String())
 		}
 	}

@@ -302,7 +302,7 @@ func TestReadResponses(t *testing.T) {
 	f := newInvNetBox(t)
 	elsewhere := newFakeNetBox(t)
 	cs := connect(t, newBridge(f, false), protocolVersions[0], nil)
-	big := `{"count": 1, "pad": "` + strings.Repeat("x", instanceLimits.bytes) + `"}`
+	big := `{"count": 1, "pad": "` + strings.Repeat("x", specInstanceBytes) + `"}`
 	cases := []struct {
 		name    string
 		status  int
@@ -315,8 +315,12 @@ func TestReadResponses(t *testing.T) {
 		{"valid body", 200, `{"count": 3, "extra": [1]}`, nil, "search", "", func(r result) bool {
 			return r.doc["body"].(map[string]any)["count"] == 3.0 && r.doc["effect"] == "read" && r.doc["tool"] == "search"
 		}},
-		{"kept headers", 200, `{"count": 0}`, map[string]string{"X-Request-ID": "abc", "ETag": `"v1"`, "Set-Cookie": "s=1", "X-Internal": "no", "Retry-After": "5"}, "search", "", func(r result) bool {
-			return jsonSame(r.doc["headers"], map[string]any{"Content-Type": "application/json", "X-Request-ID": "abc", "ETag": `"v1"`, "Retry-After": "5"})
+		{"kept headers", 200, `{"count": 0}`, map[string]string{"Location": searchPath + "1/", "X-Request-ID": "abc", "API-Version": "4.2",
+			"ETag": `"v1"`, "Last-Modified": "Wed, 02 Dec 2026 08:00:00 GMT", "Retry-After": "5", "Allow": "GET, HEAD, OPTIONS",
+			"Set-Cookie": "s=1", "X-Internal": "no", "Vary": "Accept", "Cache-Control": "private", "Server": "nginx", "Www-Authenticate": "Token"}, "search", "", func(r result) bool {
+			// SPEC §9: exactly these eight when present, under its names; never Set-Cookie.
+			return jsonSame(r.doc["headers"], map[string]any{"Content-Type": "application/json", "Location": searchPath + "1/", "X-Request-ID": "abc",
+				"API-Version": "4.2", "ETag": `"v1"`, "Last-Modified": "Wed, 02 Dec 2026 08:00:00 GMT", "Retry-After": "5", "Allow": "GET, HEAD, OPTIONS"})
 		}},
 		{"output schema fails", 200, `{"count": -1}`, nil, "search", "response_invalid", func(r result) bool {
 			return strings.Contains(r.text, "body.count: -1 is less than minimum 0") && r.errorField("body") == nil
@@ -520,6 +524,52 @@ func TestInvalidArgumentsSendNothing(t *testing.T) {
 	wantError(t, r, "invalid_request", false)
 }
 
+// TestArgumentBounds: SPEC §5 bounds arguments as an instance, 256 KiB,
+// depth 32 and 10,000 values; at each bound a call goes through, one past
+// it the arguments are refused before anything is sent.
+func TestArgumentBounds(t *testing.T) {
+	f := newInvNetBox(t)
+	anything := toolSpec{Name: "put", Title: "Put", Description: "Store anything.", Method: "PUT", Path: "any/", Effect: "write",
+		InputSchema: json.RawMessage(`{"type": "object", "additionalProperties": false, "properties": {"x": true}}`)}
+	f.addPlugin("store", anything)
+	cs := connect(t, newBridge(f, true), protocolVersions[0], nil)
+	raw := func(doc string) map[string]any {
+		var args map[string]any
+		dec := json.NewDecoder(strings.NewReader(doc))
+		dec.UseNumber()
+		if err := dec.Decode(&args); err != nil {
+			t.Fatal(err)
+		}
+		return args
+	}
+	// The compact arguments {"x":…}: 6 bytes around a string's content,
+	// the object and its member are depth 1 and 2 values.
+	cases := []struct {
+		name string
+		args string
+		ok   bool
+	}{
+		{"262144 bytes", `{"x":"` + strings.Repeat("a", 262144-8) + `"}`, true},
+		{"262145 bytes", `{"x":"` + strings.Repeat("a", 262145-8) + `"}`, false},
+		{"depth 32", `{"x":` + nested(31) + `}`, true},
+		{"depth 33", `{"x":` + nested(32) + `}`, false},
+		{"10000 values", `{"x":` + zeros(9998) + `}`, true},
+		{"10001 values", `{"x":` + zeros(9999) + `}`, false},
+	}
+	for _, c := range cases {
+		r := call(t, cs, "plugin_call_tool", map[string]any{"plugin": "store", "tool": "put", "arguments": raw(c.args), "dry_run": true})
+		switch {
+		case c.ok && (r.isError || r.doc["dry_run"] != true):
+			t.Errorf("%s: %+v", c.name, clip(r.text, 300))
+		case !c.ok && (!r.isError || r.errorField("dispatched") != false || (r.code() != "invalid_arguments" && r.code() != "invalid_request")):
+			t.Errorf("%s: %s, want the arguments refused", c.name, clip(r.text, 300))
+		}
+	}
+	if n := f.requests("/api/plugins/store/any/"); n != 0 {
+		t.Errorf("%d requests reached the target of a dry run", n)
+	}
+}
+
 // TestDiscoveryErrorsSaySafeToRetry: SPEC §9, everything before
 // outcome_unknown is safe to correct and retry, and the message says so.
 func TestDiscoveryErrorsSaySafeToRetry(t *testing.T) {
@@ -529,13 +579,13 @@ func TestDiscoveryErrorsSaySafeToRetry(t *testing.T) {
 		for tool, args := range map[string]map[string]any{"plugin_list_tools": {"plugin": plugin}, "plugin_call_tool": {"plugin": plugin, "tool": "list"}} {
 			r := call(t, cs, tool, args)
 			wantError(t, r, code, false)
-			if !strings.HasSuffix(r.text, safeToRetry) {
+			if !strings.Contains(r.text, "Nothing was sent") || !strings.HasSuffix(r.text, "retry.") {
 				t.Errorf("%s %s: %q does not say it is safe to retry", tool, plugin, r.text)
 			}
 		}
 	}
 	r := call(t, cs, "plugin_list_tools", map[string]any{})
-	if problems := r.doc["problems"].([]any); len(problems) != 1 || strings.Contains(problems[0].(map[string]any)["error"].(string), safeToRetry) {
+	if problems := decodeCatalog(t, []byte(r.text)).Problems; len(problems) != 1 || strings.Contains(problems[0].Error, "retry") {
 		t.Errorf("problems %v", problems)
 	}
 }

@@ -140,7 +140,7 @@ func TestWriteNotReplayedAfterHTTP2Reset(t *testing.T) {
 			t.Parallel()
 			url, requests := serveBareH2(t, fail)
 			c := rawClient(t, url, 5*time.Second, insecureTLS)
-			req := request{method: http.MethodPost, path: write.requestPath, body: []byte(`{"scope":"all"}`), limit: instanceLimits.bytes}
+			req := request{method: http.MethodPost, path: write.requestPath, body: []byte(`{"scope":"all"}`), limit: specInstanceBytes}
 			resp, err := c.do(context.Background(), req)
 			if n := requests.Load(); n != 1 {
 				t.Errorf("the write was put on the wire %d times, want 1", n)
@@ -156,7 +156,7 @@ func TestWriteNotReplayedAfterHTTP2Reset(t *testing.T) {
 
 			url, requests = serveBareH2(t, fail)
 			c = rawClient(t, url, 5*time.Second, insecureTLS)
-			if resp, err := c.do(context.Background(), listRequest(rootLimits.bytes)); err != nil || resp.status != 201 || requests.Load() != 2 {
+			if resp, err := c.do(context.Background(), listRequest(specListBytes)); err != nil || resp.status != 201 || requests.Load() != 2 {
 				t.Errorf("read: %v after %d requests, want 201 after 2", err, requests.Load())
 			}
 		})
@@ -184,18 +184,18 @@ func TestWriteNotReplayedOnDeadConnection(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	c := rawClient(t, srv.URL, 5*time.Second)
-	if _, err := c.do(context.Background(), listRequest(rootLimits.bytes)); err != nil { // pools the connection
+	if _, err := c.do(context.Background(), listRequest(specListBytes)); err != nil { // pools the connection
 		t.Fatal(err)
 	}
 	for _, name := range []string{"Idempotency-Key", "X-Idempotency-Key"} {
 		writes.Store(0)
-		req := request{method: http.MethodPost, path: "/api/plugins/p/run/", body: []byte(`{}`), limit: instanceLimits.bytes,
+		req := request{method: http.MethodPost, path: "/api/plugins/p/run/", body: []byte(`{}`), limit: specInstanceBytes,
 			header: http.Header{name: {"k1"}}}
 		_, err := c.do(context.Background(), req)
 		var te *transportError
 		if n := writes.Load(); n != 1 || !errors.As(err, &te) || !te.sent {
 			t.Errorf("%s: the write was put on the wire %d times (%v), want once and an error after sending", name, n, err)
 		}
-		c.do(context.Background(), listRequest(rootLimits.bytes)) // pool a connection again
+		c.do(context.Background(), listRequest(specListBytes)) // pool a connection again
 	}
 }
