@@ -2,8 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -842,147 +839,110 @@ func BenchmarkCallToolRead(b *testing.B) {
 }
 
 // TestHostileNetBox drives plugin_call_tool against a NetBox that misbehaves
-// on purpose. Mutations are off: no case may reach the write target. Each
-// case is bounded in time, and in memory by what the whole process
-// allocated during it (an upper bound of the peak).
+// on purpose (SPEC §11). Mutations are on, and every case that misleads
+// discovery calls the write tool, so a hostile discovery that got through
+// would dispatch a write that the counter sees: such cases must count none,
+// and a write whose answer is hostile must count exactly one. Each case is
+// bounded in time, and in memory by what the whole process allocated during
+// it (an upper bound of the peak).
 func TestHostileNetBox(t *testing.T) {
-	var gzipMember bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&gzipMember, gzip.BestCompression)
-	zw.Write(make([]byte, 1<<20))
-	zw.Close()
-	filler := bytes.Repeat([]byte("[0],"), 4<<10)
-	serveRaw := func(body func(w http.ResponseWriter)) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) { body(w) }
+	const manifestPath, rootPath = "/api/plugins/inv/mcp/", "/api/plugins/inv/"
+	type hostileCase struct {
+		name   string
+		setup  func(f, other *fakeNetBox)
+		tool   string
+		code   string
+		want   string
+		writes int32 // writes the target must see
+		sent   bool  // SPEC §9's dispatched: the target request was sent
 	}
-	manifest := func(f *fakeNetBox, h http.HandlerFunc) { f.handle("/api/plugins/inv/mcp/", h) }
-	target := func(f *fakeNetBox, h http.HandlerFunc) { f.handle(searchPath, h) }
-	cases := []struct {
-		name  string
-		setup func(f *fakeNetBox, other *fakeNetBox)
-		tool  string
-		code  string
-		want  string
-	}{
+	cases := []hostileCase{
 		{"manifest link to another origin", func(f, other *fakeNetBox) {
 			f.plugin("inv", func(p *fakePlugin) {
 				p.root = `{"mcp": {"schema_version": "1", "manifest": "` + other.URL + `/api/plugins/inv/mcp/"}}`
 			})
-		}, "create", "discovery_failed", "X-Forwarded-Proto"},
-		{"manifest outside the namespace", func(f, _ *fakeNetBox) {
+		}, "create", "discovery_failed", "X-Forwarded-Proto", 0, false},
+		{"manifest link outside the namespace", func(f, _ *fakeNetBox) {
 			f.plugin("inv", func(p *fakePlugin) {
 				p.root = `{"mcp": {"schema_version": "1", "manifest": "/api/plugins/other/mcp/"}}`
 			})
-		}, "search", "discovery_failed", "is not /api/plugins/inv/mcp/"},
+		}, "create", "discovery_failed", "is not /api/plugins/inv/mcp/", 0, false},
+		{"manifest link with a dot-dot segment", func(f, _ *fakeNetBox) {
+			f.plugin("inv", func(p *fakePlugin) {
+				p.root = `{"mcp": {"schema_version": "1", "manifest": "/api/plugins/other/../inv/mcp/"}}`
+			})
+		}, "create", "discovery_failed", "empty, . or .. segment", 0, false},
 		{"manifest of another plugin", func(f, _ *fakeNetBox) {
-			f.plugin("inv", func(p *fakePlugin) { p.manifest = manifestJSON("other", searchTool) })
-		}, "search", "discovery_failed", `declares plugin "other"`},
-		{"4 GiB Content-Length", func(f, _ *fakeNetBox) {
-			target(f, serveRaw(func(w http.ResponseWriter) {
-				w.Header().Set("Content-Length", strconv.FormatInt(4<<30, 10))
-				for range 1 << 16 {
-					if _, err := w.Write(filler); err != nil {
-						return
-					}
-				}
-			}))
-		}, "search", "response_invalid", "Content-Length 4294967296"},
-		{"1 GiB gzip bomb", func(f, _ *fakeNetBox) {
-			target(f, serveRaw(func(w http.ResponseWriter) {
-				w.Header().Set("Content-Encoding", "gzip")
-				for range 1024 {
-					if _, err := w.Write(gzipMember.Bytes()); err != nil {
-						return
-					}
-				}
-			}))
-		}, "search", "response_invalid", "more than 262144 bytes"},
-		{"endless chunked manifest", func(f, _ *fakeNetBox) {
-			manifest(f, serveRaw(func(w http.ResponseWriter) {
-				for range 1 << 20 {
-					if _, err := w.Write(filler); err != nil {
-						return
-					}
-				}
-			}))
-		}, "search", "discovery_failed", "more than 262144 bytes"},
-		{"stalled body", func(f, _ *fakeNetBox) {
-			target(f, func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Length", "100")
-				io.WriteString(w, `{"count":`)
-				w.(http.Flusher).Flush()
-				<-r.Context().Done()
-			})
-		}, "search", "response_invalid", "timed out after 1s"},
-		{"10,000-deep array", func(f, _ *fakeNetBox) {
-			target(f, serveRaw(func(w http.ResponseWriter) {
-				io.WriteString(w, `{"count": 1, "x": `+strings.Repeat("[", 10000)+strings.Repeat("]", 10000)+"}")
-			}))
-		}, "search", "response_invalid", "nesting deeper than 32"},
-		{"100,000 tiny values", func(f, _ *fakeNetBox) {
-			manifest(f, serveRaw(func(w http.ResponseWriter) {
-				io.WriteString(w, "["+strings.Repeat("0,", 99999)+"0]")
-			}))
-		}, "search", "discovery_failed", "more than 12000 values"},
-		{"duplicate keys", func(f, _ *fakeNetBox) {
-			target(f, serveRaw(func(w http.ResponseWriter) { io.WriteString(w, `{"count": 1, "count": 1000}`) }))
-		}, "search", "response_invalid", `duplicate key "count"`},
-		{"5,000-digit number", func(f, _ *fakeNetBox) {
-			target(f, serveRaw(func(w http.ResponseWriter) { io.WriteString(w, `{"count": `+strings.Repeat("9", 5000)+`}`) }))
-		}, "search", "response_invalid", "number token longer than 1000 characters"},
-		{"invalid UTF-8", func(f, _ *fakeNetBox) {
-			target(f, serveRaw(func(w http.ResponseWriter) { io.WriteString(w, "{\"count\": 1, \"x\": \"\xc3\x28\"}") }))
-		}, "search", "response_invalid", "invalid UTF-8"},
-		{"redirected read", func(f, other *fakeNetBox) {
-			target(f, func(w http.ResponseWriter, r *http.Request) {
-				http.Redirect(w, r, other.URL+searchPath, http.StatusFound)
-			})
-		}, "search", "response_invalid", "redirects are never followed"},
-		{"redirected manifest", func(f, other *fakeNetBox) {
-			manifest(f, func(w http.ResponseWriter, r *http.Request) {
-				http.Redirect(w, r, other.URL+"/api/plugins/inv/mcp/", http.StatusTemporaryRedirect)
-			})
-		}, "create", "discovery_failed", "redirects are never followed"},
+			f.plugin("inv", func(p *fakePlugin) { p.manifest = manifestJSON("other", createTool, searchTool) })
+		}, "create", "discovery_failed", `declares plugin "other"`, 0, false},
 	}
+	// Every hostile body where discovery reads it, and as a read's and a
+	// write's answer.
+	for _, h := range hostileBodies {
+		serve := func(path, doc string) func(f, other *fakeNetBox) {
+			return func(f, other *fakeNetBox) {
+				if doc == "" {
+					doc = f.body(path) // what the fake would have served
+				}
+				f.handle(path, func(w http.ResponseWriter, r *http.Request) { h.serve(w, r, doc, other.URL+path) })
+			}
+		}
+		cases = append(cases,
+			hostileCase{"root: " + h.name, serve(rootPath, ""), "create", "discovery_failed", h.want(rootBounds), 0, false},
+			hostileCase{"manifest: " + h.name, serve(manifestPath, ""), "create", "discovery_failed", h.want(manifestBounds), 0, false},
+			hostileCase{"read: " + h.name, serve(searchPath, `{"count": 2}`), "search", "response_invalid", h.want(targetBounds), 0, true},
+			hostileCase{"write: " + h.name, serve(recordsPath, `{"id": 7}`), "create", "outcome_unknown", h.want(targetBounds), 1, true})
+	}
+	var passed int
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f, other := newInvNetBox(t), newFakeNetBox(t)
 			f.addListEntry("escape", `"{base}/api/users/"`) // a root link out of /api/plugins/: a problem of its own
+			// The other origin serves what a followed link or redirect would find.
 			other.addPlugin("inv", createTool, searchTool)
-			var writes atomic.Int32
-			f.handle(recordsPath, func(w http.ResponseWriter, r *http.Request) { writes.Add(1) })
+			other.handle(searchPath, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, `{"count": 2}`, false) })
+			other.handle(recordsPath, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 201, `{"id": 7}`, false) })
+			var writes atomic.Int32 // requests of any method but GET and HEAD, on any path
+			f.setBefore(func(r *http.Request) {
+				if r.Method != http.MethodGet && r.Method != http.MethodHead {
+					writes.Add(1)
+				}
+			})
 			c.setup(f, other)
-			b := newBridge(f, false)
-			b.client.timeout = time.Second
-			cs := connect(t, b, protocolVersions[0], nil)
-			start := time.Now()
+			cs := connect(t, newBridge(f, true, withTimeout(500*time.Millisecond)), protocolVersions[0], nil)
 			args := map[string]any{}
 			if c.tool == "create" {
 				args["name"] = "x"
 			}
 			var r result
+			start := time.Now()
 			alloc := allocatedDuring(func() { r = callInv(t, cs, c.tool, args) })
 			if elapsed := time.Since(start); elapsed > 10*time.Second {
 				t.Errorf("took %v", elapsed)
 			}
-			if r.code() != c.code || !strings.Contains(r.text, c.want) {
-				t.Errorf("got %s: %s; want %s containing %q", r.code(), r.text, c.code, c.want)
+			if r.code() != c.code || !strings.Contains(r.text, c.want) || r.errorField("dispatched") != c.sent {
+				t.Errorf("got %s (dispatched %v): %s; want %s containing %q", r.code(), r.errorField("dispatched"), r.text, c.code, c.want)
 			}
 			if alloc > 32<<20 {
 				t.Errorf("allocated %d MiB", alloc>>20)
 			}
-			list := call(t, cs, "plugin_list_tools", map[string]any{})
-			if problems, _ := list.doc["problems"].([]any); !slices.ContainsFunc(problems, func(p any) bool {
-				return p.(map[string]any)["plugin"] == "escape" && strings.Contains(p.(map[string]any)["error"].(string), "is not a plugin API root")
+			if n := writes.Load(); n != c.writes || other.totalRequests() != 0 {
+				t.Errorf("%d writes dispatched (want %d), %d requests to the other origin", n, c.writes, other.totalRequests())
+			}
+			cat := decodeCatalog(t, []byte(call(t, cs, "plugin_list_tools", map[string]any{}).text))
+			if !slices.ContainsFunc(cat.Problems, func(p scanProblem) bool {
+				return p.Plugin == "escape" && strings.Contains(p.Error, "is not a plugin API root")
 			}) {
-				t.Errorf("the escaping root link is not a problem: %v", list.doc["problems"])
+				t.Errorf("the escaping root link is not a problem: %v", cat.Problems)
 			}
 			if f.requests("/api/users/") != 0 {
 				t.Error("the escaping root link was fetched")
 			}
-			if writes.Load() != 0 || other.totalRequests() != 0 {
-				t.Errorf("%d writes dispatched, %d requests to the other host", writes.Load(), other.totalRequests())
+			if !t.Failed() {
+				passed++
 			}
 			t.Logf("hostile: %s: %s, %d KiB allocated", c.name, c.code, alloc>>10)
 		})
 	}
+	t.Logf("hostile: %d of %d hostile NetBox cases refused without an unwanted write", passed, len(cases))
 }
