@@ -902,22 +902,65 @@ var rejectedLinks = []linkForm{
 	{"long", func(o, port, p string) string { return p + strings.Repeat("a", 10000) + "\x00/" }, "control"},
 }
 
+// TestScanRejectsPluginLinks is a table of plugin-list entries for the plugin
+// x beside a good plugin: a rejected entry is a problem of x alone and is
+// never fetched; an accepted one names x, which is then discovered from the
+// configured origin (SPEC §3).
 func TestScanRejectsPluginLinks(t *testing.T) {
 	t.Parallel()
-	forms := append(slices.Clone(rejectedLinks),
-		linkForm{"not a plugin root", func(o, port, p string) string { return p + "widgets/" }, "is not a plugin API root"},
-		linkForm{"core api", func(o, port, p string) string { return "/api/dcim/" }, "is not a plugin API root"},
-		linkForm{"bad slug", func(o, port, p string) string { return "/api/plugins/X/" }, "is not a plugin API root"},
-	)
-	for _, form := range forms {
-		t.Run(form.name, func(t *testing.T) {
+	type entryCase struct {
+		name  string
+		entry func(origin, port string) string // the raw JSON value of the list entry "x"
+		want  string                           // the problem, "" when the entry is accepted
+	}
+	str := func(form linkForm, want string) entryCase {
+		return entryCase{form.name, func(o, port string) string {
+			raw, _ := json.Marshal(form.link(o, port, "/api/plugins/x/"))
+			return string(raw)
+		}, want}
+	}
+	var cases []entryCase
+	for _, form := range rejectedLinks {
+		cases = append(cases, str(form, form.want))
+	}
+	for _, form := range []linkForm{
+		{"not a plugin root", func(o, port, p string) string { return p + "widgets/" }, "is not a plugin API root"},
+		{"core api", func(o, port, p string) string { return "/api/dcim/" }, "is not a plugin API root"},
+		{"bad slug", func(o, port, p string) string { return "/api/plugins/X/" }, "is not a plugin API root"},
+		{"slug of 65 characters", func(o, port, p string) string { return "/api/plugins/" + strings.Repeat("x", 65) + "/" }, "is not a plugin API root"},
+	} {
+		cases = append(cases, str(form, form.want))
+	}
+	// Another origin in a list link still names the slug: the plugin is
+	// discovered from the configured origin, as --plugin would find it.
+	for _, form := range crossOriginLinks {
+		cases = append(cases, str(linkForm{name: "accepted " + form.name, link: form.link}, ""))
+	}
+	for _, form := range []linkForm{
+		{"absolute", func(o, port, p string) string { return o + p }, ""},
+		{"root-relative", func(o, port, p string) string { return p }, ""},
+		{"upper-case scheme and host", func(o, port, p string) string { return "HTTP://LOCALHOST:" + port + p }, ""},
+	} {
+		cases = append(cases, str(linkForm{name: "accepted " + form.name, link: form.link}, ""))
+	}
+	for _, raw := range []string{`7`, `true`, `null`, `{"url": "/api/plugins/x/"}`, `["/api/plugins/x/"]`} {
+		cases = append(cases, entryCase{"not a string: " + raw, func(string, string) string { return raw }, "the link is not a string"})
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFakeNetBox(t)
 			f.addPlugin("good", readTool("list"))
-			link := form.link(f.URL, portOf(t, f.URL), "/api/plugins/x/")
-			f.setPlugin("x", &fakePlugin{link: link, manifest: manifestJSON("x", readTool("list"))})
+			f.setPlugin("x", &fakePlugin{manifest: manifestJSON("x", readTool("list"))})
+			f.setList(`{"good": "/api/plugins/good/", "x": ` + c.entry(f.URL, portOf(t, f.URL)) + `}`)
 			cat := scanAllOK(t, f.client())
-			onlyProblem(t, cat, "x", "discovery_failed", form.want)
+			if c.want == "" {
+				if len(cat.problems) != 0 || !slices.Equal(toolNames(cat), []string{"good.list", "x.list"}) || f.totalRequests() != 5 {
+					t.Errorf("problems %v, tools %v after %d requests; want good.list and x.list after 5", cat.problems, toolNames(cat), f.totalRequests())
+				}
+				return
+			}
+			onlyProblem(t, cat, "x", "discovery_failed", c.want)
 			if p := cat.problems[0]; !strings.Contains(p.Error, `plugin list entry "x"`) || len(p.Error) > 1000 {
 				t.Errorf("problem %q does not name the entry or echoes too much", clip(p.Error, 300))
 			}
@@ -929,39 +972,22 @@ func TestScanRejectsPluginLinks(t *testing.T) {
 			}
 		})
 	}
-	// Another origin in a list link still names the slug: the plugin is
-	// discovered from the configured origin, as --plugin would find it.
-	for _, form := range crossOriginLinks {
-		t.Run("accepted "+form.name, func(t *testing.T) {
-			t.Parallel()
-			f := newFakeNetBox(t)
-			f.setPlugin("x", &fakePlugin{link: form.link(f.URL, portOf(t, f.URL), "/api/plugins/x/"), manifest: manifestJSON("x", readTool("list"))})
-			if cat := scanAllOK(t, f.client()); len(cat.problems) != 0 || !slices.Equal(toolNames(cat), []string{"x.list"}) {
-				t.Errorf("problems %v, tools %v; want x.list", cat.problems, toolNames(cat))
-			}
-		})
-	}
-	t.Run("not a string", func(t *testing.T) {
-		t.Parallel()
-		f := newFakeNetBox(t)
-		f.addListEntry("num", `7`)
-		f.addListEntry("obj", `{"url": "/api/plugins/obj/"}`)
-		cat := scanAllOK(t, f.client())
-		if len(cat.problems) != 2 || !strings.Contains(cat.problems[0].Error, "the link is not a string") ||
-			cat.problems[0].Plugin != "num" || cat.problems[1].Plugin != "obj" {
-			t.Errorf("problems %v", cat.problems)
-		}
-	})
 }
 
+// TestScanRejectsManifestLinks is a table of manifest links in x's
+// advertisement: a rejected link is a problem of x alone in a full scan and
+// fails a selected scan; an accepted one is x's manifest (SPEC §3).
 func TestScanRejectsManifestLinks(t *testing.T) {
 	t.Parallel()
-	forms := append(slices.Concat(rejectedLinks, crossOriginLinks),
-		linkForm{"another plugin", func(o, port, p string) string { return "/api/plugins/y/mcp/" }, "is not /api/plugins/x/mcp/"},
-		linkForm{"the plugin root", func(o, port, p string) string { return "/api/plugins/x/" }, "is not /api/plugins/x/mcp/"},
-		linkForm{"below mcp", func(o, port, p string) string { return p + "extra/" }, "is not /api/plugins/x/mcp/"},
-		linkForm{"outside plugins", func(o, port, p string) string { return "/api/extras/mcp/" }, "is not /api/plugins/x/mcp/"},
-	)
+	forms := slices.Concat(rejectedLinks, crossOriginLinks, []linkForm{
+		{"another plugin", func(o, port, p string) string { return "/api/plugins/y/mcp/" }, "is not /api/plugins/x/mcp/"},
+		{"the plugin root", func(o, port, p string) string { return "/api/plugins/x/" }, "is not /api/plugins/x/mcp/"},
+		{"below mcp", func(o, port, p string) string { return p + "extra/" }, "is not /api/plugins/x/mcp/"},
+		{"outside plugins", func(o, port, p string) string { return "/api/extras/mcp/" }, "is not /api/plugins/x/mcp/"},
+		{"accepted absolute", func(o, port, p string) string { return o + p }, ""},
+		{"accepted root-relative", func(o, port, p string) string { return p }, ""},
+		{"accepted upper-case scheme", func(o, port, p string) string { return "HTTP" + strings.TrimPrefix(o, "http") + p }, ""},
+	})
 	for _, form := range forms {
 		t.Run(form.name, func(t *testing.T) {
 			t.Parallel()
@@ -971,6 +997,15 @@ func TestScanRejectsManifestLinks(t *testing.T) {
 			f.setPlugin("x", &fakePlugin{root: `{"mcp": {"schema_version": "1", "manifest": ` + string(link) + `}}`,
 				manifest: manifestJSON("x", readTool("list"))})
 			cat := scanAllOK(t, f.client())
+			if form.want == "" {
+				if len(cat.problems) != 0 || !slices.Equal(toolNames(cat), []string{"good.list", "x.list"}) {
+					t.Errorf("problems %v, tools %v; want good.list and x.list", cat.problems, toolNames(cat))
+				}
+				if cat, err := f.client().scanOne(context.Background(), "x", callOptions{}); err != nil || !slices.Equal(toolNames(cat), []string{"x.list"}) {
+					t.Errorf("scanOne: %v", err)
+				}
+				return
+			}
 			onlyProblem(t, cat, "x", "discovery_failed", form.want)
 			if !strings.Contains(cat.problems[0].Error, `plugin "x": invalid mcp advertisement`) {
 				t.Errorf("problem %q", clip(cat.problems[0].Error, 300))

@@ -495,83 +495,77 @@ func refusedURL(t testing.TB) string {
 	return "http://" + ln.Addr().String()
 }
 
+// TestScanCommandExitCodes is SPEC §2's table for scan: exit 0 clean, 1
+// problems, 2 error. An error prints nothing on stdout and one line on
+// stderr; no output ever shows a token.
 func TestScanCommandExitCodes(t *testing.T) {
 	f := newFakeNetBox(t)
 	f.addPlugin("example", readTool("list_reports"), writeTool("run_report"))
 	f.addPlugin("quiet")
+	withBroken := newFakeNetBox(t)
+	withBroken.addPlugin("example", readTool("list_reports"), writeTool("run_report"))
+	withBroken.setPlugin("broken", &fakePlugin{manifest: `{"schema_version": "1", "plugin": "broken", "tools": []}`})
 	clean := map[string]string{"NETBOX_URL": f.URL, "NETBOX_TOKEN": fakeToken}
-
-	scanEnv(t, clean)
-	code, out, errOut := runCLI(t, "scan")
-	if code != 0 || errOut != "" || !strings.Contains(out, "TOOL") || !strings.Contains(out, "example.list_reports") ||
-		!strings.Contains(out, "example.run_report") || strings.Contains(out, "problem") {
-		t.Errorf("clean scan: %d\n%s%s", code, out, errOut)
+	refused := map[string]string{"NETBOX_URL": refusedURL(t), "NETBOX_TOKEN": secretV2}
+	const refusal = "netbox-plugin-bridge scan: discovery_failed: GET /api/plugins/"
+	cases := []struct {
+		name   string
+		vars   map[string]string
+		args   []string
+		code   int
+		stdout []string // all on stdout; stdout must be empty when code is 2
+		absent string   // not on stdout
+		stderr []string // all on one stderr line; none: stderr must be empty
+	}{
+		{"clean", clean, []string{"scan"}, 0, []string{"TOOL", "example.list_reports", "example.run_report"}, "problem", nil},
+		{"clean --json", clean, []string{"scan", "--json"}, 0, []string{`"qualified_name":"example.run_report"`, `"problems":[]`}, "", nil},
+		{"--plugin example", clean, []string{"scan", "--plugin", "example"}, 0, []string{"example.run_report"}, "problem", nil},
+		{"--plugin missing", clean, []string{"scan", "--plugin", "missing"}, 1, []string{"1 problem(s):\nmissing: plugin_not_found: "}, "", nil},
+		{"--plugin quiet", clean, []string{"scan", "--plugin", "quiet"}, 1, []string{"1 problem(s):\nquiet: not_advertised: "}, "", nil},
+		{"a broken plugin", map[string]string{"NETBOX_URL": withBroken.URL, "NETBOX_TOKEN": fakeToken}, []string{"scan"}, 1,
+			[]string{"example.list_reports", "1 problem(s):\nbroken: discovery_failed: manifest /api/plugins/broken/mcp/: tools: must be an array"}, "", nil},
+		{"a broken plugin --json", map[string]string{"NETBOX_URL": withBroken.URL, "NETBOX_TOKEN": fakeToken}, []string{"scan", "--json"}, 1,
+			[]string{`"plugin":"broken","code":"discovery_failed"`}, "", nil},
+		{"no URL", nil, []string{"scan"}, 2, nil, "", []string{"netbox-plugin-bridge scan: no NetBox URL: set NETBOX_URL"}},
+		{"bad URL", map[string]string{"NETBOX_URL": "ftp://netbox", "NETBOX_TOKEN": secretV2}, []string{"scan"}, 2, nil, "",
+			[]string{`NETBOX_URL: scheme "ftp" is not http or https`}},
+		{"bad token", map[string]string{"NETBOX_URL": f.URL, "NETBOX_TOKEN": secretV2 + "\r"}, []string{"scan"}, 2, nil, "",
+			[]string{"NETBOX_TOKEN: the token contains a control character"}},
+		{"negative --timeout", clean, []string{"scan", "--timeout=-1s"}, 2, nil, "", []string{"--timeout must be positive"}},
+		{"refused", refused, []string{"scan"}, 2, nil, "", []string{refusal, "refused"}},
+		{"refused --plugin", refused, []string{"scan", "--plugin", "example"}, 2, nil, "", []string{refusal, "refused"}},
+		{"refused --json", refused, []string{"scan", "--json"}, 2, nil, "", []string{refusal, "refused"}},
+		{"a token NetBox refuses", map[string]string{"NETBOX_URL": f.URL, "NETBOX_TOKEN": secretV1}, []string{"scan"}, 2, nil, "",
+			[]string{`HTTP 403: "Invalid token."`}},
 	}
-	if code, out, _ := runCLI(t, "scan", "--plugin", "example"); code != 0 || !strings.Contains(out, "example.run_report") {
-		t.Errorf("scan --plugin example: %d\n%s", code, out)
+	var passed int
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			scanEnv(t, c.vars)
+			code, out, errOut := runCLI(t, c.args...)
+			if code != c.code {
+				t.Errorf("%v: exit %d, want %d\n%s%s", c.args, code, c.code, out, errOut)
+			}
+			for _, want := range c.stdout {
+				if !strings.Contains(out, want) {
+					t.Errorf("%v: stdout does not contain %q:\n%s", c.args, want, out)
+				}
+			}
+			if c.absent != "" && strings.Contains(out, c.absent) || c.code == 2 && out != "" {
+				t.Errorf("%v: stdout %q", c.args, out)
+			}
+			if len(c.stderr) == 0 && errOut != "" {
+				t.Errorf("%v: stderr %q, want none", c.args, errOut)
+			}
+			for _, want := range c.stderr {
+				oneLine(t, errOut, want)
+			}
+			if !t.Failed() {
+				passed++
+			}
+		})
 	}
-	code, out, _ = runCLI(t, "scan", "--plugin", "missing")
-	if code != 1 || !strings.Contains(out, "1 problem(s):\nmissing: plugin_not_found: ") {
-		t.Errorf("scan --plugin missing: %d\n%s", code, out)
-	}
-	if code, out, _ := runCLI(t, "scan", "--plugin", "quiet"); code != 1 || !strings.Contains(out, "quiet: not_advertised: ") {
-		t.Errorf("scan --plugin quiet: %d\n%s", code, out)
-	}
-
-	f.setPlugin("broken", &fakePlugin{manifest: `{"schema_version": "1", "plugin": "broken", "tools": []}`})
-	code, out, errOut = runCLI(t, "scan")
-	if code != 1 || errOut != "" || !strings.Contains(out, "example.list_reports") ||
-		!strings.Contains(out, "1 problem(s):\nbroken: discovery_failed: manifest /api/plugins/broken/mcp/: tools: must be an array") {
-		t.Errorf("scan with a problem: %d\n%s%s", code, out, errOut)
-	}
-
-	// Configuration errors.
-	scanEnv(t, nil)
-	code, out, errOut = runCLI(t, "scan")
-	if code != 2 || out != "" {
-		t.Errorf("no URL: %d %q", code, out)
-	}
-	oneLine(t, errOut, "netbox-plugin-bridge scan: no NetBox URL: set NETBOX_URL")
-	scanEnv(t, map[string]string{"NETBOX_URL": "ftp://netbox", "NETBOX_TOKEN": secretV2})
-	code, _, errOut = runCLI(t, "scan")
-	if code != 2 {
-		t.Errorf("bad URL: %d", code)
-	}
-	oneLine(t, errOut, `NETBOX_URL: scheme "ftp" is not http or https`)
-	scanEnv(t, map[string]string{"NETBOX_URL": f.URL, "NETBOX_TOKEN": secretV2 + "\r"})
-	code, _, errOut = runCLI(t, "scan")
-	if code != 2 {
-		t.Errorf("bad token: %d", code)
-	}
-	oneLine(t, errOut, "NETBOX_TOKEN: the token contains a control character")
-	scanEnv(t, clean)
-	code, _, errOut = runCLI(t, "scan", "--timeout=-1s")
-	if code != 2 {
-		t.Errorf("negative --timeout: %d", code)
-	}
-	oneLine(t, errOut, "--timeout must be positive")
-
-	// Connection errors, full and selected.
-	refused := refusedURL(t)
-	scanEnv(t, map[string]string{"NETBOX_URL": refused, "NETBOX_TOKEN": secretV2})
-	for _, args := range [][]string{{"scan"}, {"scan", "--plugin", "example"}, {"scan", "--json"}} {
-		code, out, errOut = runCLI(t, args...)
-		if code != 2 || out != "" {
-			t.Errorf("%v against a refused port: %d %q", args, code, out)
-		}
-		oneLine(t, errOut, "netbox-plugin-bridge scan: discovery_failed: GET /api/plugins/")
-		if !strings.Contains(errOut, "refused") {
-			t.Errorf("%v: %q does not say the connection was refused", args, errOut)
-		}
-	}
-
-	// A token NetBox refuses: the whole scan is an error, and no output shows it.
-	scanEnv(t, map[string]string{"NETBOX_URL": f.URL, "NETBOX_TOKEN": secretV1})
-	code, out, errOut = runCLI(t, "scan")
-	if code != 2 || out != "" {
-		t.Errorf("refused token: %d %q", code, out)
-	}
-	oneLine(t, errOut, `HTTP 403: "Invalid token."`)
+	t.Logf("SPEC §2 scan exit codes: %d of %d command lines as expected", passed, len(cases))
 }
 
 func TestScanCommandJSON(t *testing.T) {
