@@ -279,6 +279,56 @@ func TestDescriptorRules(t *testing.T) {
 	t.Logf("SPEC §3/§4 descriptor rules: %d of %d cases as expected", passed, len(cases)+4)
 }
 
+// TestQueryInputRule: SPEC §4, a GET or HEAD input property must declare
+// scalar types, or "array" (optionally with "null") whose items declare
+// scalar types; the other methods send a JSON body and take any property.
+func TestQueryInputRule(t *testing.T) {
+	props := []struct {
+		schema string
+		query  bool
+	}{
+		{`{"type": "string"}`, true},
+		{`{"type": "integer", "minimum": 1}`, true},
+		{`{"type": "number"}`, true},
+		{`{"type": "boolean"}`, true},
+		{`{"type": "null"}`, true},
+		{`{"type": ["string", "null"]}`, true},
+		{`{"type": ["null", "boolean", "integer", "number", "string"]}`, true},
+		{`{"type": "array", "items": {"type": "string"}}`, true},
+		{`{"type": ["array", "null"], "items": {"type": ["integer", "null"]}}`, true},
+		{`{"type": "object"}`, false},
+		{`{"type": ["object", "null"]}`, false},
+		{`{}`, false},
+		{`true`, false},
+		{`{"enum": ["a", "b"]}`, false},
+		{`{"type": "array"}`, false},
+		{`{"type": "array", "items": {}}`, false},
+		{`{"type": "array", "items": {"type": "array", "items": {"type": "string"}}}`, false},
+		{`{"type": "array", "items": {"type": "object"}}`, false},
+		{`{"type": ["array", "string"], "items": {"type": "string"}}`, false},
+	}
+	methods := []struct {
+		method, effect string
+		query          bool
+	}{{"GET", "read", true}, {"HEAD", "read", true}, {"POST", "write", false}, {"PUT", "write", false},
+		{"PATCH", "destructive", false}, {"DELETE", "destructive", false}}
+	var passed int
+	for _, m := range methods {
+		for _, p := range props {
+			tl := opTool(m.method, m.effect)
+			tl.InputSchema = json.RawMessage(`{"type": "object", "additionalProperties": false, "properties": {"p": ` + p.schema + `}}`)
+			loc := ""
+			if m.query && !p.query {
+				loc = "tools[0].inputSchema.properties.p"
+			}
+			if firstProblemAt(t, m.method+" "+p.schema, manifestJSON("x", tl), loc) {
+				passed++
+			}
+		}
+	}
+	t.Logf("SPEC §4 query inputs: %d of %d method and property cases as expected", passed, len(methods)*len(props))
+}
+
 // TestLocationsClipHostileKeys: a location names a hostile key with at most
 // 200 characters of it per mention, however long the key (SPEC §4).
 func TestLocationsClipHostileKeys(t *testing.T) {
