@@ -232,7 +232,20 @@ func TestListTools(t *testing.T) {
 	}
 }
 
-// lastQuery is the raw query of the last request for path.
+// jsonArgs decodes tool arguments with their number tokens as the client
+// wrote them (7.0 stays 7.0, 1.5e3 stays 1.5e3).
+func jsonArgs(t testing.TB, doc string) map[string]any {
+	t.Helper()
+	var args map[string]any
+	dec := json.NewDecoder(strings.NewReader(doc))
+	dec.UseNumber()
+	if err := dec.Decode(&args); err != nil {
+		t.Fatal(err)
+	}
+	return args
+}
+
+// lastRequest is the last request the fake saw for path.
 func lastRequest(t testing.TB, f *fakeNetBox, path string) fakeRequest {
 	t.Helper()
 	log := f.requestLog()
@@ -270,12 +283,7 @@ func TestReadQueryEncoding(t *testing.T) {
 		{`{}`, ""},
 	}
 	for _, c := range cases {
-		var args map[string]any
-		dec := json.NewDecoder(strings.NewReader(c.args))
-		dec.UseNumber() // keep 7.0 and 1.5e3 as the client wrote them
-		if err := dec.Decode(&args); err != nil {
-			t.Fatal(err)
-		}
+		args := jsonArgs(t, c.args)
 		r := callInv(t, cs, "search", args)
 		if r.isError || r.doc["status"] != 200.0 {
 			t.Errorf("%s: %+v", c.args, r)
@@ -530,15 +538,6 @@ func TestArgumentBounds(t *testing.T) {
 		InputSchema: json.RawMessage(`{"type": "object", "additionalProperties": false, "properties": {"x": true}}`)}
 	f.addPlugin("store", anything)
 	cs := connect(t, newBridge(f, true), protocolVersions[0], nil)
-	raw := func(doc string) map[string]any {
-		var args map[string]any
-		dec := json.NewDecoder(strings.NewReader(doc))
-		dec.UseNumber()
-		if err := dec.Decode(&args); err != nil {
-			t.Fatal(err)
-		}
-		return args
-	}
 	// The compact arguments {"x":…}: 6 bytes around a string's content,
 	// the object and its member are depth 1 and 2 values.
 	cases := []struct {
@@ -554,7 +553,7 @@ func TestArgumentBounds(t *testing.T) {
 		{"10001 values", `{"x":` + zeros(9999) + `}`, false},
 	}
 	for _, c := range cases {
-		r := call(t, cs, "plugin_call_tool", map[string]any{"plugin": "store", "tool": "put", "arguments": raw(c.args), "dry_run": true})
+		r := call(t, cs, "plugin_call_tool", map[string]any{"plugin": "store", "tool": "put", "arguments": jsonArgs(t, c.args), "dry_run": true})
 		switch {
 		case c.ok && (r.isError || r.doc["dry_run"] != true):
 			t.Errorf("%s: %+v", c.name, clip(r.text, 300))
