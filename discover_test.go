@@ -1042,6 +1042,19 @@ func TestResolveLink(t *testing.T) {
 			t.Errorf("%s: accepted as %q", link, got)
 		}
 	}
+	// A NetBox served under /api: its prefix is stripped only before /api/,
+	// and an un-prefixed /api/… link is still its own (SPEC §3).
+	under := &client{config: &config{origin: "https://netbox.example.com:443", prefix: "/api"}}
+	for link, want := range map[string]string{
+		"/api/plugins/x/":     "/api/plugins/x/",
+		"/api/api/plugins/x/": "/api/plugins/x/",
+		"https://netbox.example.com/api/api/plugins/x/mcp/": "/api/plugins/x/mcp/",
+		"https://netbox.example.com/api/plugins/x/mcp/":     "/api/plugins/x/mcp/",
+	} {
+		if got, err := under.resolveLink(link, true); err != nil || got != want {
+			t.Errorf("prefix /api: %s: %q, %v; want %q", link, got, err, want)
+		}
+	}
 	// A hostile host is named, clipped, beside the configured origin.
 	if _, err := c.resolveLink("https://"+strings.Repeat("q", 5000)+"/api/plugins/x/", true); err == nil || strings.Count(err.Error(), "q") > 2*specClip+10 {
 		t.Errorf("a long cross-origin link: %d bytes of error", len(fmt.Sprint(err)))

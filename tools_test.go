@@ -775,15 +775,21 @@ func TestCancellationStopsRequests(t *testing.T) {
 			Arguments: map[string]any{"plugin": "inv", "tool": "search"}})
 		done <- err
 	}()
-	<-entered
+	waitFor(t, entered, "the call to reach the target")
 	cancel()
-	select {
-	case <-stopped:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the target request was not cancelled")
-	}
+	waitFor(t, stopped, "the target request to be cancelled")
 	if err := <-done; err == nil {
 		t.Fatal("the cancelled call returned no error")
+	}
+}
+
+// waitFor waits at most 10 s for ch to deliver or close.
+func waitFor(t testing.TB, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("waited 10 s for %s", what)
 	}
 }
 
@@ -916,11 +922,7 @@ func TestStdioInvalidRequests(t *testing.T) {
 	wantRPCError(t, s.send(ping(`3`)+ping(`4`)), -32700, nil)
 	wantRPCError(t, s.send(ping(`3`)+`,`+ping(`4`)), -32700, nil)
 	s.write(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"plugin_call_tool","arguments":{"plugin":"inv","tool":"search"}}}`)
-	select {
-	case <-entered:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the call never reached the target")
-	}
+	waitFor(t, entered, "the call to reach the target")
 	wantRPCError(t, s.send(ping(`9`)), -32600, 9.0)
 	close(release)
 	wantResult(s.reply(), 9.0)
