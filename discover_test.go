@@ -174,6 +174,16 @@ func withTimeout(d time.Duration) func(*config) { return func(c *config) { c.tim
 func withAuth(auth string) func(*config)        { return func(c *config) { c.auth = auth } }
 func insecureTLS(c *config)                     { c.insecure = true }
 
+// waitFor waits at most 10 s for ch to deliver or close.
+func waitFor(t testing.TB, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("waited 10 s for %s", what)
+	}
+}
+
 // untilCancelled holds a handler until the client gives up on its request,
 // at most 10 s, and reports whether it did.
 func untilCancelled(r *http.Request) bool {
