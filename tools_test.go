@@ -85,7 +85,16 @@ func connect(t testing.TB, b *bridge, version string, opts *mcp.ClientOptions) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cs.Close(); ss.Wait() })
+	t.Cleanup(func() {
+		cs.Close()
+		ended := make(chan struct{})
+		go func() { ss.Wait(); close(ended) }()
+		select {
+		case <-ended:
+		case <-time.After(10 * time.Second):
+			t.Errorf("the server session did not end 10 s after the client closed it: a tool handler never returned")
+		}
+	})
 	return cs
 }
 
