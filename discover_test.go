@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,7 +12,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +20,24 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+)
+
+// ---- the SPEC's numbers ----
+
+// The bounds of SPEC §3 and §5, written here from the SPEC, never read from
+// the implementation's variables: they are the tests' oracle.
+const (
+	specListBytes     = 1 << 20   // §3: the plugin list and each plugin root
+	specManifestBytes = 256 << 10 // §3: one manifest
+	specInstanceBytes = 256 << 10 // §5: arguments and target bodies
+	specScanBytes     = 2 << 20   // §3: discovery bodies of one scan, in aggregate
+	specScanRoots     = 128       // §3: plugin roots of one scan
+	specScanTools     = 512       // §3: tools of one scan
+	specScanRequests  = 257       // §3: discovery requests of one scan
+	specManifestTools = 64        // §3, §4: tools of one manifest
+	specSchemaValues  = 2048      // §5: values of one schema
+	specClip          = 200       // §4: characters of hostile input a message may echo
+	specInFlight      = 16        // §3: discovery requests in flight
 )
 
 // ---- a fake NetBox, shared by every test that needs one ----
@@ -93,7 +109,32 @@ func (f *fakeNetBox) locked(fn func()) {
 	fn()
 }
 
+// Setters: tests change the fake through these, never through its fields.
+
 func (f *fakeNetBox) setPrefix(p string) { f.locked(func() { f.prefix = p }) }
+
+// setToken sets the Authorization value the fake accepts, "" for any.
+func (f *fakeNetBox) setToken(auth string) { f.locked(func() { f.token = auth }) }
+
+// setLatency delays every answer by d.
+func (f *fakeNetBox) setLatency(d time.Duration) { f.locked(func() { f.latency = d }) }
+
+// setChunked streams documents without Content-Length when on.
+func (f *fakeNetBox) setChunked(on bool) { f.locked(func() { f.chunked = on }) }
+
+// setBefore runs fn on every request, before its answer, without the lock.
+func (f *fakeNetBox) setBefore(fn func(*http.Request)) { f.locked(func() { f.before = fn }) }
+
+// setList replaces the plugin list document; "" builds it from the plugins.
+func (f *fakeNetBox) setList(doc string) { f.locked(func() { f.list = doc }) }
+
+// resetLog forgets the requests seen so far.
+func (f *fakeNetBox) resetLog() {
+	f.locked(func() {
+		f.log = nil
+		clear(f.counts)
+	})
+}
 
 // base is what NETBOX_URL would be.
 func (f *fakeNetBox) base() string {
@@ -108,16 +149,51 @@ func (f *fakeNetBox) config() *config {
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	return &config{base: base, origin: origin, prefix: prefix, auth: f.token, timeout: 5 * time.Second}
 }
 
-func (f *fakeNetBox) client() *client { return testClient(f.t, f.config()) }
+// client is a client of this NetBox; edits change its configuration first.
+func (f *fakeNetBox) client(edits ...func(*config)) *client {
+	return testClient(f.t, f.config(), edits...)
+}
 
-// testClient is newClient with its idle connections closed at the end.
-func testClient(t testing.TB, cfg *config) *client {
+// testClient is newClient of cfg after edits, with its idle connections
+// closed at the end.
+func testClient(t testing.TB, cfg *config, edits ...func(*config)) *client {
+	for _, edit := range edits {
+		edit(cfg)
+	}
 	c := newClient(cfg)
 	t.Cleanup(c.http.CloseIdleConnections)
 	return c
+}
+
+// Configuration edits for client, testClient and rawClient.
+func withTimeout(d time.Duration) func(*config) { return func(c *config) { c.timeout = d } }
+func withAuth(auth string) func(*config)        { return func(c *config) { c.auth = auth } }
+func insecureTLS(c *config)                     { c.insecure = true }
+
+// waitFor waits at most 10 s for ch to deliver or close.
+func waitFor(t testing.TB, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("waited 10 s for %s", what)
+	}
+}
+
+// untilCancelled holds a handler until the client gives up on its request,
+// at most 10 s, and reports whether it did.
+func untilCancelled(r *http.Request) bool {
+	select {
+	case <-r.Context().Done():
+		return true
+	case <-time.After(10 * time.Second):
+		return false
+	}
 }
 
 // addPlugin adds a plugin that advertises a manifest of tools, or nothing
@@ -437,6 +513,35 @@ func toolNames(cat *catalog) []string {
 	return names
 }
 
+// catalogJSON is a plugin_list_tools result document (SPEC §9), as scan
+// --json prints it and as the MCP tool answers it.
+type catalogJSON struct {
+	SchemaVersion string `json:"schema_version"`
+	Tools         []struct {
+		QualifiedName string `json:"qualified_name"`
+		RequestPath   string `json:"request_path"`
+		Effect        string `json:"effect"`
+	} `json:"tools"`
+	Problems []scanProblem `json:"problems"`
+}
+
+func decodeCatalog(t testing.TB, doc []byte) catalogJSON {
+	t.Helper()
+	var c catalogJSON
+	if err := json.Unmarshal(doc, &c); err != nil {
+		t.Fatalf("not a catalog document: %v\n%s", err, doc)
+	}
+	return c
+}
+
+func (c catalogJSON) names() []string {
+	var names []string
+	for _, t := range c.Tools {
+		names = append(names, t.QualifiedName)
+	}
+	return names
+}
+
 // onlyProblem expects exactly one problem, for plugin, containing want.
 func onlyProblem(t *testing.T, cat *catalog, plugin, code, want string) {
 	t.Helper()
@@ -538,7 +643,7 @@ func TestScanAllHappyPath(t *testing.T) {
 	f.addPlugin("example", readTool("list_reports"), writeTool("run_report"))
 	f.addPlugin("quiet") // no mcp member
 	f.setPlugin("nullmcp", &fakePlugin{root: `{"mcp": null, "widgets": "{base}/api/plugins/nullmcp/widgets/"}`})
-	f.addListEntry(installedPlugins, `"{base}/api/plugins/installed-plugins/"`)
+	f.addListEntry("installed-plugins", `"{base}/api/plugins/installed-plugins/"`)
 	var progress []string
 	var mu sync.Mutex
 	cat, err := f.client().scanAll(context.Background(), callOptions{progress: func(done, total int) {
@@ -808,22 +913,65 @@ var rejectedLinks = []linkForm{
 	{"long", func(o, port, p string) string { return p + strings.Repeat("a", 10000) + "\x00/" }, "control"},
 }
 
+// TestScanRejectsPluginLinks is a table of plugin-list entries for the plugin
+// x beside a good plugin: a rejected entry is a problem of x alone and is
+// never fetched; an accepted one names x, which is then discovered from the
+// configured origin (SPEC §3).
 func TestScanRejectsPluginLinks(t *testing.T) {
 	t.Parallel()
-	forms := append(slices.Clone(rejectedLinks),
-		linkForm{"not a plugin root", func(o, port, p string) string { return p + "widgets/" }, "is not a plugin API root"},
-		linkForm{"core api", func(o, port, p string) string { return "/api/dcim/" }, "is not a plugin API root"},
-		linkForm{"bad slug", func(o, port, p string) string { return "/api/plugins/X/" }, "is not a plugin API root"},
-	)
-	for _, form := range forms {
-		t.Run(form.name, func(t *testing.T) {
+	type entryCase struct {
+		name  string
+		entry func(origin, port string) string // the raw JSON value of the list entry "x"
+		want  string                           // the problem, "" when the entry is accepted
+	}
+	str := func(form linkForm, want string) entryCase {
+		return entryCase{form.name, func(o, port string) string {
+			raw, _ := json.Marshal(form.link(o, port, "/api/plugins/x/"))
+			return string(raw)
+		}, want}
+	}
+	var cases []entryCase
+	for _, form := range rejectedLinks {
+		cases = append(cases, str(form, form.want))
+	}
+	for _, form := range []linkForm{
+		{"not a plugin root", func(o, port, p string) string { return p + "widgets/" }, "is not a plugin API root"},
+		{"core api", func(o, port, p string) string { return "/api/dcim/" }, "is not a plugin API root"},
+		{"bad slug", func(o, port, p string) string { return "/api/plugins/X/" }, "is not a plugin API root"},
+		{"slug of 65 characters", func(o, port, p string) string { return "/api/plugins/" + strings.Repeat("x", 65) + "/" }, "is not a plugin API root"},
+	} {
+		cases = append(cases, str(form, form.want))
+	}
+	// Another origin in a list link still names the slug: the plugin is
+	// discovered from the configured origin, as --plugin would find it.
+	for _, form := range crossOriginLinks {
+		cases = append(cases, str(linkForm{name: "accepted " + form.name, link: form.link}, ""))
+	}
+	for _, form := range []linkForm{
+		{"absolute", func(o, port, p string) string { return o + p }, ""},
+		{"root-relative", func(o, port, p string) string { return p }, ""},
+		{"upper-case scheme and host", func(o, port, p string) string { return "HTTP://LOCALHOST:" + port + p }, ""},
+	} {
+		cases = append(cases, str(linkForm{name: "accepted " + form.name, link: form.link}, ""))
+	}
+	for _, raw := range []string{`7`, `true`, `null`, `{"url": "/api/plugins/x/"}`, `["/api/plugins/x/"]`} {
+		cases = append(cases, entryCase{"not a string: " + raw, func(string, string) string { return raw }, "the link is not a string"})
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFakeNetBox(t)
 			f.addPlugin("good", readTool("list"))
-			link := form.link(f.URL, portOf(t, f.URL), "/api/plugins/x/")
-			f.setPlugin("x", &fakePlugin{link: link, manifest: manifestJSON("x", readTool("list"))})
+			f.setPlugin("x", &fakePlugin{manifest: manifestJSON("x", readTool("list"))})
+			f.setList(`{"good": "/api/plugins/good/", "x": ` + c.entry(f.URL, portOf(t, f.URL)) + `}`)
 			cat := scanAllOK(t, f.client())
-			onlyProblem(t, cat, "x", "discovery_failed", form.want)
+			if c.want == "" {
+				if len(cat.problems) != 0 || !slices.Equal(toolNames(cat), []string{"good.list", "x.list"}) || f.totalRequests() != 5 {
+					t.Errorf("problems %v, tools %v after %d requests; want good.list and x.list after 5", cat.problems, toolNames(cat), f.totalRequests())
+				}
+				return
+			}
+			onlyProblem(t, cat, "x", "discovery_failed", c.want)
 			if p := cat.problems[0]; !strings.Contains(p.Error, `plugin list entry "x"`) || len(p.Error) > 1000 {
 				t.Errorf("problem %q does not name the entry or echoes too much", clip(p.Error, 300))
 			}
@@ -835,39 +983,22 @@ func TestScanRejectsPluginLinks(t *testing.T) {
 			}
 		})
 	}
-	// Another origin in a list link still names the slug: the plugin is
-	// discovered from the configured origin, as --plugin would find it.
-	for _, form := range crossOriginLinks {
-		t.Run("accepted "+form.name, func(t *testing.T) {
-			t.Parallel()
-			f := newFakeNetBox(t)
-			f.setPlugin("x", &fakePlugin{link: form.link(f.URL, portOf(t, f.URL), "/api/plugins/x/"), manifest: manifestJSON("x", readTool("list"))})
-			if cat := scanAllOK(t, f.client()); len(cat.problems) != 0 || !slices.Equal(toolNames(cat), []string{"x.list"}) {
-				t.Errorf("problems %v, tools %v; want x.list", cat.problems, toolNames(cat))
-			}
-		})
-	}
-	t.Run("not a string", func(t *testing.T) {
-		t.Parallel()
-		f := newFakeNetBox(t)
-		f.addListEntry("num", `7`)
-		f.addListEntry("obj", `{"url": "/api/plugins/obj/"}`)
-		cat := scanAllOK(t, f.client())
-		if len(cat.problems) != 2 || !strings.Contains(cat.problems[0].Error, "the link is not a string") ||
-			cat.problems[0].Plugin != "num" || cat.problems[1].Plugin != "obj" {
-			t.Errorf("problems %v", cat.problems)
-		}
-	})
 }
 
+// TestScanRejectsManifestLinks is a table of manifest links in x's
+// advertisement: a rejected link is a problem of x alone in a full scan and
+// fails a selected scan; an accepted one is x's manifest (SPEC §3).
 func TestScanRejectsManifestLinks(t *testing.T) {
 	t.Parallel()
-	forms := append(slices.Concat(rejectedLinks, crossOriginLinks),
-		linkForm{"another plugin", func(o, port, p string) string { return "/api/plugins/y/mcp/" }, "is not /api/plugins/x/mcp/"},
-		linkForm{"the plugin root", func(o, port, p string) string { return "/api/plugins/x/" }, "is not /api/plugins/x/mcp/"},
-		linkForm{"below mcp", func(o, port, p string) string { return p + "extra/" }, "is not /api/plugins/x/mcp/"},
-		linkForm{"outside plugins", func(o, port, p string) string { return "/api/extras/mcp/" }, "is not /api/plugins/x/mcp/"},
-	)
+	forms := slices.Concat(rejectedLinks, crossOriginLinks, []linkForm{
+		{"another plugin", func(o, port, p string) string { return "/api/plugins/y/mcp/" }, "is not /api/plugins/x/mcp/"},
+		{"the plugin root", func(o, port, p string) string { return "/api/plugins/x/" }, "is not /api/plugins/x/mcp/"},
+		{"below mcp", func(o, port, p string) string { return p + "extra/" }, "is not /api/plugins/x/mcp/"},
+		{"outside plugins", func(o, port, p string) string { return "/api/extras/mcp/" }, "is not /api/plugins/x/mcp/"},
+		{"accepted absolute", func(o, port, p string) string { return o + p }, ""},
+		{"accepted root-relative", func(o, port, p string) string { return p }, ""},
+		{"accepted upper-case scheme", func(o, port, p string) string { return "HTTP" + strings.TrimPrefix(o, "http") + p }, ""},
+	})
 	for _, form := range forms {
 		t.Run(form.name, func(t *testing.T) {
 			t.Parallel()
@@ -877,6 +1008,15 @@ func TestScanRejectsManifestLinks(t *testing.T) {
 			f.setPlugin("x", &fakePlugin{root: `{"mcp": {"schema_version": "1", "manifest": ` + string(link) + `}}`,
 				manifest: manifestJSON("x", readTool("list"))})
 			cat := scanAllOK(t, f.client())
+			if form.want == "" {
+				if len(cat.problems) != 0 || !slices.Equal(toolNames(cat), []string{"good.list", "x.list"}) {
+					t.Errorf("problems %v, tools %v; want good.list and x.list", cat.problems, toolNames(cat))
+				}
+				if cat, err := f.client().scanOne(context.Background(), "x", callOptions{}); err != nil || !slices.Equal(toolNames(cat), []string{"x.list"}) {
+					t.Errorf("scanOne: %v", err)
+				}
+				return
+			}
 			onlyProblem(t, cat, "x", "discovery_failed", form.want)
 			if !strings.Contains(cat.problems[0].Error, `plugin "x": invalid mcp advertisement`) {
 				t.Errorf("problem %q", clip(cat.problems[0].Error, 300))
@@ -913,8 +1053,21 @@ func TestResolveLink(t *testing.T) {
 			t.Errorf("%s: accepted as %q", link, got)
 		}
 	}
+	// A NetBox served under /api: its prefix is stripped only before /api/,
+	// and an un-prefixed /api/… link is still its own (SPEC §3).
+	under := &client{config: &config{origin: "https://netbox.example.com:443", prefix: "/api"}}
+	for link, want := range map[string]string{
+		"/api/plugins/x/":     "/api/plugins/x/",
+		"/api/api/plugins/x/": "/api/plugins/x/",
+		"https://netbox.example.com/api/api/plugins/x/mcp/": "/api/plugins/x/mcp/",
+		"https://netbox.example.com/api/plugins/x/mcp/":     "/api/plugins/x/mcp/",
+	} {
+		if got, err := under.resolveLink(link, true); err != nil || got != want {
+			t.Errorf("prefix /api: %s: %q, %v; want %q", link, got, err, want)
+		}
+	}
 	// A hostile host is named, clipped, beside the configured origin.
-	if _, err := c.resolveLink("https://"+strings.Repeat("q", 5000)+"/api/plugins/x/", true); err == nil || strings.Count(err.Error(), "q") > 2*clipLimit+10 {
+	if _, err := c.resolveLink("https://"+strings.Repeat("q", 5000)+"/api/plugins/x/", true); err == nil || strings.Count(err.Error(), "q") > 2*specClip+10 {
 		t.Errorf("a long cross-origin link: %d bytes of error", len(fmt.Sprint(err)))
 	}
 }
@@ -1075,10 +1228,8 @@ func TestScanOneIsOneRoundTrip(t *testing.T) {
 	f := newFakeNetBox(t)
 	f.addPlugin("example", readTool("list"), writeTool("make"))
 	b := newBarrier(2)
-	f.locked(func() {
-		f.latency = 20 * time.Millisecond
-		f.before = func(*http.Request) { b.wait() }
-	})
+	f.setLatency(20 * time.Millisecond)
+	f.setBefore(func(*http.Request) { b.wait() })
 	cat, err := f.client().scanOne(context.Background(), "example", callOptions{})
 	if err != nil || len(cat.tools) != 2 {
 		t.Fatalf("scanOne: %v", err)
@@ -1097,20 +1248,18 @@ func TestScanAllBoundedConcurrency(t *testing.T) {
 	for i := range 40 {
 		f.addPlugin(fmt.Sprintf("p%02d", i), readTool("list"))
 	}
-	b := newBarrier(16)
-	f.locked(func() {
-		f.before = func(r *http.Request) {
-			if r.URL.Path != "/api/plugins/" {
-				b.wait()
-			}
+	b := newBarrier(specInFlight)
+	f.setBefore(func(r *http.Request) {
+		if r.URL.Path != "/api/plugins/" {
+			b.wait()
 		}
 	})
 	cat := scanAllOK(t, f.client())
 	if len(cat.tools) != 40 {
 		t.Fatalf("%d tools", len(cat.tools))
 	}
-	if !b.reached.Load() || f.peakInFlight() != 16 { // SPEC §3: 16 requests in flight
-		t.Errorf("peak in flight %d, want exactly %d", f.peakInFlight(), 16)
+	if !b.reached.Load() || f.peakInFlight() != specInFlight {
+		t.Errorf("peak in flight %d, want exactly %d", f.peakInFlight(), specInFlight)
 	}
 }
 
@@ -1158,7 +1307,8 @@ func TestDiscoveryRequestHeaders(t *testing.T) {
 	// Per-call token and caller headers reach every discovery request.
 	const callAuth = "Bearer nbt_callkey.callsecret"
 	c := f.client() // configured with the old token
-	f.locked(func() { f.token = callAuth; f.log = nil })
+	f.setToken(callAuth)
+	f.resetLog()
 	opts := callOptions{auth: callAuth, header: http.Header{"X-Request-Id": {"req-42"}, "Accept": {"text/html"}}}
 	if cat, err := c.scanAll(context.Background(), opts); err != nil || len(cat.tools) != 1 {
 		t.Fatalf("scanAll with the call's token: %v", err)
@@ -1181,18 +1331,18 @@ func TestDiscoveryRequestHeaders(t *testing.T) {
 
 func TestScanRootLimit(t *testing.T) {
 	t.Parallel()
-	for _, n := range []int{scanRootLimit, scanRootLimit + 1} {
+	for _, n := range []int{specScanRoots, specScanRoots + 1} {
 		t.Run(strconv.Itoa(n), func(t *testing.T) {
 			t.Parallel()
 			f := newFakeNetBox(t)
 			for i := range n {
 				f.addPlugin(fmt.Sprintf("p%03d", i), numberedTools(4)...)
 			}
-			f.addListEntry(installedPlugins, `"{base}/api/plugins/installed-plugins/"`) // not a root
-			if n == scanRootLimit {
+			f.addListEntry("installed-plugins", `"{base}/api/plugins/installed-plugins/"`) // not a root
+			if n == specScanRoots {
 				// 128 roots of 4 tools: 512 tools and 257 requests, every limit exactly.
 				cat := scanAllOK(t, f.client())
-				if len(cat.tools) != scanToolLimit || len(cat.problems) != 0 || f.totalRequests() != scanRequestLimit {
+				if len(cat.tools) != specScanTools || len(cat.problems) != 0 || f.totalRequests() != specScanRequests {
 					t.Errorf("%d tools, problems %v, %d requests", len(cat.tools), cat.problems, f.totalRequests())
 				}
 				return
@@ -1208,11 +1358,11 @@ func TestScanRootLimit(t *testing.T) {
 func TestScanToolLimit(t *testing.T) {
 	t.Parallel()
 	for _, extra := range []int{0, 1} {
-		t.Run(strconv.Itoa(scanToolLimit+extra), func(t *testing.T) {
+		t.Run(strconv.Itoa(specScanTools+extra), func(t *testing.T) {
 			t.Parallel()
 			f := newFakeNetBox(t)
 			for i := range 8 {
-				f.addPlugin(fmt.Sprintf("p%d", i), numberedTools(manifestToolLimit)...)
+				f.addPlugin(fmt.Sprintf("p%d", i), numberedTools(specManifestTools)...)
 			}
 			if extra > 0 {
 				f.addPlugin("one-more", readTool("list"))
@@ -1250,7 +1400,7 @@ func TestScanManifestToolLimit(t *testing.T) {
 func TestScanAggregateBudget(t *testing.T) {
 	t.Parallel()
 	for _, extra := range []int{0, 1} {
-		t.Run(strconv.Itoa(scanByteLimit+extra), func(t *testing.T) {
+		t.Run(strconv.Itoa(specScanBytes+extra), func(t *testing.T) {
 			t.Parallel()
 			const n = 16
 			f := newFakeNetBox(t)
@@ -1258,7 +1408,7 @@ func TestScanAggregateBudget(t *testing.T) {
 				f.addPlugin(fmt.Sprintf("p%02d", i))
 			}
 			// The list and n roots together are exactly the budget, plus extra.
-			left := scanByteLimit + extra - len(f.body("/api/plugins/"))
+			left := specScanBytes + extra - len(f.body("/api/plugins/"))
 			b := newBarrier(n)
 			for i := range n {
 				slug := fmt.Sprintf("p%02d", i)
@@ -1300,9 +1450,9 @@ func TestScanDocumentByteLimits(t *testing.T) {
 		limit      int
 		whole      bool // the whole scan fails, not one plugin
 	}{
-		{"list", "/api/plugins/", rootLimits.bytes, true},
-		{"root", "/api/plugins/a/", rootLimits.bytes, false},
-		{"manifest", "/api/plugins/a/mcp/", manifestLimits.bytes, false},
+		{"list", "/api/plugins/", specListBytes, true},
+		{"root", "/api/plugins/a/", specListBytes, false},
+		{"manifest", "/api/plugins/a/mcp/", specManifestBytes, false},
 	}
 	for _, d := range docs {
 		for _, chunked := range []bool{false, true} {
@@ -1312,7 +1462,7 @@ func TestScanDocumentByteLimits(t *testing.T) {
 					f := newFakeNetBox(t)
 					f.addPlugin("a", readTool("list"))
 					f.addPlugin("b", readTool("list"))
-					f.locked(func() { f.chunked = chunked })
+					f.setChunked(chunked)
 					f.padTo(d.path, d.limit+extra)
 					want := fmt.Sprintf("more than %d bytes", d.limit)
 					if !chunked {
@@ -1354,7 +1504,7 @@ func manifestWithValues(t *testing.T, slug string, n int) string {
 	base, _ := jsonShape(t, build(counts))
 	left := n - base
 	for i := range counts {
-		counts[i] = min(left, schemaLimits.values-2) // the schema object and its examples array
+		counts[i] = min(left, specSchemaValues-2) // the schema object and its examples array
 		left -= counts[i]
 	}
 	doc := build(counts)
@@ -1417,7 +1567,7 @@ func TestScanDepthAndValueLimits(t *testing.T) {
 			}
 			f := newFakeNetBox(t)
 			f.setPlugin("a", &fakePlugin{root: c.root, manifest: orDefault(c.manifest, manifestJSON("a", readTool("list")))})
-			f.locked(func() { f.list = c.list })
+			f.setList(c.list)
 			switch {
 			case c.whole:
 				scanAllFails(t, f.client(), c.problem)
@@ -1442,6 +1592,9 @@ func TestScanDepthAndValueLimits(t *testing.T) {
 func TestScanDeadline(t *testing.T) {
 	saved := scanDeadline
 	t.Cleanup(func() { scanDeadline = saved })
+	if saved != 30*time.Second {
+		t.Errorf("the scan deadline is %v; SPEC §3 says 30 s", saved)
+	}
 
 	f := newFakeNetBox(t)
 	f.addPlugin("fast", readTool("list"))
@@ -1453,12 +1606,7 @@ func TestScanDeadline(t *testing.T) {
 	// A root that never answers: the per-request timeout (5 s) is longer,
 	// so the scan deadline must end the scan.
 	f.addPlugin("slow", readTool("list"))
-	f.handle("/api/plugins/slow/", func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-r.Context().Done():
-		case <-time.After(10 * time.Second):
-		}
-	})
+	f.handle("/api/plugins/slow/", func(w http.ResponseWriter, r *http.Request) { untilCancelled(r) })
 	scanDeadline = 300 * time.Millisecond
 	scanAllFails(t, f.client(), "the scan took longer than 300ms")
 	scanOneFails(t, f.client(), "slow", "discovery_failed", "the scan took longer than 300ms")
@@ -1472,12 +1620,7 @@ func TestScanCancelled(t *testing.T) {
 	arrived, cancelled := make(chan struct{}), make(chan bool, 2)
 	f.handle("/api/plugins/slow/", func(w http.ResponseWriter, r *http.Request) {
 		arrived <- struct{}{}
-		select {
-		case <-r.Context().Done():
-			cancelled <- true
-		case <-time.After(10 * time.Second):
-			cancelled <- false
-		}
+		cancelled <- untilCancelled(r)
 	})
 	for _, one := range []bool{false, true} {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -1503,10 +1646,7 @@ func TestScanStalledBody(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"mcp": {"schema_ver`)
 		w.(http.Flusher).Flush()
-		select {
-		case <-r.Context().Done():
-		case <-time.After(10 * time.Second):
-		}
+		untilCancelled(r)
 	}
 	for _, path := range []string{"/api/plugins/stuck/", "/api/plugins/stuck/mcp/"} {
 		t.Run(path, func(t *testing.T) {
@@ -1515,9 +1655,7 @@ func TestScanStalledBody(t *testing.T) {
 			f.addPlugin("stuck", readTool("list"))
 			f.addPlugin("good", readTool("list"))
 			f.handle(path, stall)
-			cfg := f.config()
-			cfg.timeout = time.Second
-			c := testClient(t, cfg)
+			c := f.client(withTimeout(time.Second))
 			cat := scanAllOK(t, c)
 			onlyProblem(t, cat, "stuck", "discovery_failed", f.URL+path+": body could not be read: timed out after 1s")
 			if got := toolNames(cat); !slices.Equal(got, []string{"good.list"}) {
@@ -1582,13 +1720,14 @@ func TestRedirectsNeverFollowed(t *testing.T) {
 	})
 }
 
-// rawClient is a client of a bare server, for transport tests.
-func rawClient(t *testing.T, rawURL string, timeout time.Duration) *client {
+// rawClient is a client of a bare server, for transport tests; edits
+// change its configuration first.
+func rawClient(t testing.TB, rawURL string, timeout time.Duration, edits ...func(*config)) *client {
 	base, origin, prefix, err := normalizeURL(rawURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return testClient(t, &config{base: base, origin: origin, prefix: prefix, auth: "Token " + fakeToken, timeout: timeout})
+	return testClient(t, &config{base: base, origin: origin, prefix: prefix, auth: "Token " + fakeToken, timeout: timeout}, edits...)
 }
 
 func listRequest(limit int) request {
@@ -1601,19 +1740,14 @@ func TestContentLengthFailsBeforeReading(t *testing.T) {
 	// started reading would block until its timeout instead.
 	done := make(chan bool, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Length", strconv.Itoa(rootLimits.bytes+1))
+		w.Header().Set("Content-Length", strconv.Itoa(specListBytes+1))
 		w.WriteHeader(http.StatusOK)
 		w.(http.Flusher).Flush()
-		select {
-		case <-r.Context().Done():
-			done <- true
-		case <-time.After(10 * time.Second):
-			done <- false
-		}
+		done <- untilCancelled(r)
 	}))
 	t.Cleanup(srv.Close)
 	c := rawClient(t, srv.URL, 5*time.Second)
-	resp, err := c.do(context.Background(), listRequest(rootLimits.bytes))
+	resp, err := c.do(context.Background(), listRequest(specListBytes))
 	if !errors.Is(err, errTooLarge) || !strings.Contains(err.Error(), "Content-Length 1048577 is more than 1048576 bytes") {
 		t.Fatalf("error %v", err)
 	}
@@ -1626,10 +1760,10 @@ func TestContentLengthFailsBeforeReading(t *testing.T) {
 	}
 	// Exactly at the limit the body is read.
 	srv2 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, "{}"+strings.Repeat(" ", rootLimits.bytes-2), false)
+		writeJSON(w, http.StatusOK, "{}"+strings.Repeat(" ", specListBytes-2), false)
 	}))
 	t.Cleanup(srv2.Close)
-	if resp, err := rawClient(t, srv2.URL, 5*time.Second).do(context.Background(), listRequest(rootLimits.bytes)); err != nil || len(resp.body) != rootLimits.bytes {
+	if resp, err := rawClient(t, srv2.URL, 5*time.Second).do(context.Background(), listRequest(specListBytes)); err != nil || len(resp.body) != specListBytes {
 		t.Errorf("at the limit: %v", err)
 	}
 }
@@ -1650,102 +1784,11 @@ func TestResponseHeadersBounded(t *testing.T) {
 	t.Cleanup(srv.Close)
 	c := rawClient(t, srv.URL, 5*time.Second)
 	for pads, ok := range map[int]bool{4: true, 256: false, 2500: false} {
-		req := listRequest(rootLimits.bytes)
+		req := listRequest(specListBytes)
 		req.query = "pads=" + strconv.Itoa(pads)
 		if _, err := c.do(context.Background(), req); (err == nil) != ok || !ok && !strings.Contains(err.Error(), "headers exceeded") {
 			t.Errorf("%d KB of headers: %v", pads*4, err)
 		}
-	}
-}
-
-// allocatedDuring reports the bytes allocated while fn runs. Total
-// allocation bounds the peak heap growth, so it needs no sampling.
-func allocatedDuring(fn func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	fn()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
-// TestHostileBodiesStayBounded measures memory, so it does not run in
-// parallel with other tests.
-func TestHostileBodiesStayBounded(t *testing.T) {
-	// One gzip member of 1 MiB of zeros, written 1024 times: a 1 GiB
-	// stream that the transport decodes, generated on the fly.
-	var member bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&member, gzip.BestCompression)
-	zw.Write(make([]byte, 1<<20))
-	zw.Close()
-	chunk := bytes.Repeat([]byte("0,"), 16<<10)
-	cases := []struct {
-		name    string
-		handler func(w http.ResponseWriter, r *http.Request) error
-		want    string
-		endless bool // the server cannot finish: socket buffers hold less
-	}{
-		{"4 GiB Content-Length", func(w http.ResponseWriter, r *http.Request) error {
-			w.Header().Set("Content-Length", strconv.FormatInt(4<<30, 10))
-			for range (4 << 30) / len(chunk) {
-				if _, err := w.Write(chunk); err != nil {
-					return err
-				}
-			}
-			return nil
-		}, "Content-Length 4294967296 is more than 1048576 bytes", true},
-		{"gzip bomb", func(w http.ResponseWriter, r *http.Request) error {
-			if !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
-				return errors.New("the transport did not ask for gzip, so the bomb would not be decoded")
-			}
-			w.Header().Set("Content-Encoding", "gzip")
-			w.Header().Set("Content-Type", "application/json")
-			for range 1024 {
-				if _, err := w.Write(member.Bytes()); err != nil {
-					return err
-				}
-			}
-			return nil
-		}, "body exceeds its size limit: more than 1048576 bytes", false},
-		{"endless chunked", func(w http.ResponseWriter, r *http.Request) error {
-			w.Header().Set("Content-Type", "application/json")
-			io.WriteString(w, "[")
-			for range 1 << 20 { // 32 GiB: endless for the test
-				if _, err := w.Write(chunk); err != nil {
-					return err
-				}
-			}
-			return nil
-		}, "body exceeds its size limit: more than 1048576 bytes", true},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			result := make(chan error, 1)
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				result <- c.handler(w, r)
-			}))
-			defer srv.Close()
-			cl := rawClient(t, srv.URL, 10*time.Second)
-			var err error
-			alloc := allocatedDuring(func() { _, err = cl.do(context.Background(), listRequest(rootLimits.bytes)) })
-			if !errors.Is(err, errTooLarge) || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("error %v, want %q", err, c.want)
-			}
-			t.Logf("allocated %d KiB", alloc>>10)
-			if alloc >= 32<<20 {
-				t.Errorf("allocated %d MiB, want under 32 MiB", alloc>>20)
-			}
-			select {
-			case werr := <-result:
-				// The 1 GiB bomb is about 1 MB compressed, which loopback
-				// buffers may take whole; the endless bodies cannot finish.
-				if werr != nil && strings.Contains(werr.Error(), "did not ask") || c.endless && werr == nil {
-					t.Errorf("server: %v", werr)
-				}
-			case <-time.After(10 * time.Second):
-				t.Errorf("the server is still writing")
-			}
-		})
 	}
 }
 
@@ -1761,7 +1804,7 @@ func TestNonSuccessBodiesChargeTheBudget(t *testing.T) {
 	c := rawClient(t, srv.URL, 5*time.Second)
 	b := new(atomic.Int64)
 	b.Store(int64(len(page)))
-	req := listRequest(rootLimits.bytes)
+	req := listRequest(specListBytes)
 	req.budget = b
 	resp, err := c.do(context.Background(), req)
 	if err != nil || resp.status != 404 || string(resp.body) != page || b.Load() != 0 {
@@ -1791,20 +1834,15 @@ func TestNonSuccessBodiesChargeTheBudget(t *testing.T) {
 func TestTransportErrorSent(t *testing.T) {
 	t.Parallel()
 	// A refused connection: nothing was sent.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := "http://" + ln.Addr().String()
-	ln.Close()
-	_, err = rawClient(t, refused, 2*time.Second).do(context.Background(), listRequest(rootLimits.bytes))
+	refused := refusedURL(t)
+	_, err := rawClient(t, refused, 2*time.Second).do(context.Background(), listRequest(specListBytes))
 	var te *transportError
 	if !errors.As(err, &te) || te.sent || te.resp != nil {
 		t.Fatalf("refused: %#v, want sent false", err)
 	}
 
 	// A server that reads the whole request, then hangs up: it was sent.
-	ln, err = net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1825,7 +1863,7 @@ func TestTransportErrorSent(t *testing.T) {
 		}
 	}()
 	c := rawClient(t, "http://"+ln.Addr().String(), 2*time.Second)
-	for _, req := range []request{listRequest(rootLimits.bytes), {method: http.MethodPost, path: "/api/plugins/x/run/", body: []byte(`{"a":1}`), limit: instanceLimits.bytes}} {
+	for _, req := range []request{listRequest(specListBytes), {method: http.MethodPost, path: "/api/plugins/x/run/", body: []byte(`{"a":1}`), limit: specInstanceBytes}} {
 		_, err = c.do(context.Background(), req)
 		te = nil
 		if !errors.As(err, &te) || !te.sent || te.resp != nil {
@@ -1853,15 +1891,15 @@ const benchLatency = 10 * time.Millisecond
 // each; SPEC §10 wants at most 20 round trips (sequentially it takes 257).
 func BenchmarkScan128(b *testing.B) {
 	f := newFakeNetBox(b)
-	for i := range scanRootLimit {
+	for i := range specScanRoots {
 		f.addPlugin(fmt.Sprintf("p%03d", i), numberedTools(4)...)
 	}
-	f.locked(func() { f.latency = benchLatency })
+	f.setLatency(benchLatency)
 	c := f.client()
 	b.ReportAllocs()
 	for b.Loop() {
 		cat, err := c.scanAll(context.Background(), callOptions{})
-		if err != nil || len(cat.tools) != 4*scanRootLimit {
+		if err != nil || len(cat.tools) != 4*specScanRoots {
 			b.Fatal(err)
 		}
 	}
@@ -1873,7 +1911,7 @@ func BenchmarkScan128(b *testing.B) {
 func BenchmarkSelectedPlugin(b *testing.B) {
 	f := newFakeNetBox(b)
 	f.addPlugin("inv", numberedTools(4)...)
-	f.locked(func() { f.latency = benchLatency })
+	f.setLatency(benchLatency)
 	c := f.client()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -1896,7 +1934,7 @@ func FuzzResolveLink(f *testing.F) {
 	f.Fuzz(func(t *testing.T, link string) {
 		path, err := c.resolveLink(link, true)
 		if err != nil {
-			if len(err.Error()) > 3*clipLimit+400 {
+			if len(err.Error()) > 3*specClip+400 {
 				t.Fatalf("error echoes too much: %d bytes", len(err.Error()))
 			}
 			return

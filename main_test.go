@@ -240,7 +240,7 @@ func TestConfigPrecedence(t *testing.T) {
 		{"NETBOX_PROFILE", &options{}, map[string]string{"NETBOX_PROFILE": "prod"},
 			want{"https://prod.example.com", v1, 7500 * time.Millisecond, false}},
 		{"--profile beats NETBOX_PROFILE", &options{profile: "staging"}, map[string]string{"NETBOX_PROFILE": "prod"},
-			want{"http://staging.example.com:8080", "", defaultTimeout, false}},
+			want{"http://staging.example.com:8080", "", 30 * time.Second, false}},
 		{"env beats a named profile", &options{profile: "prod"}, map[string]string{"NETBOX_URL": "https://env.example.com",
 			"NETBOX_TOKEN": "nbt_env.tok", "NETBOX_TIMEOUT": "9"},
 			want{"https://env.example.com", "Bearer nbt_env.tok", 9 * time.Second, false}},
@@ -460,7 +460,7 @@ func TestTimeoutSetting(t *testing.T) {
 		var errOut bytes.Buffer
 		fs := flag.NewFlagSet("scan", flag.ContinueOnError)
 		(&options{}).register(fs)
-		if _, code, ok := parseFlags(fs, []string{"--timeout=" + value}, io.Discard, &errOut); ok || code != exitUsage || !strings.Contains(errOut.String(), "--timeout") {
+		if _, code, ok := parseFlags(fs, []string{"--timeout=" + value}, io.Discard, &errOut); ok || code != 2 || !strings.Contains(errOut.String(), "--timeout") {
 			t.Errorf("--timeout=%q: accepted or unclear: %q", value, errOut.String())
 		}
 	}
@@ -665,33 +665,33 @@ func TestScanCommandExitCodes(t *testing.T) {
 		stdout []string // substrings of stdout; none: stdout is empty
 		stderr []string // substrings of the last stderr line
 	}{
-		{"clean", token, nil, exitOK, []string{"TOOL", "example.list_reports", "example.run_report"},
+		{"clean", token, nil, 0, []string{"TOOL", "example.list_reports", "example.run_report"},
 			[]string{"NetBox " + f.URL + ", the Token token from NETBOX_TOKEN"}},
-		{"one plugin", token, []string{"--plugin", "example"}, exitOK, []string{"example.run_report"}, nil},
-		{"missing plugin", token, []string{"--plugin", "missing"}, exitInvalid, []string{"no tools", "1 problem(s):\nmissing: plugin_not_found: "}, nil},
-		{"plugin without manifest", token, []string{"--plugin", "quiet"}, exitInvalid, []string{"quiet: not_advertised: "}, nil},
-		{"a broken plugin", with(token, "NETBOX_URL", broken.URL), nil, exitInvalid,
+		{"one plugin", token, []string{"--plugin", "example"}, 0, []string{"example.run_report"}, nil},
+		{"missing plugin", token, []string{"--plugin", "missing"}, 1, []string{"no tools", "1 problem(s):\nmissing: plugin_not_found: "}, nil},
+		{"plugin without manifest", token, []string{"--plugin", "quiet"}, 1, []string{"quiet: not_advertised: "}, nil},
+		{"a broken plugin", with(token, "NETBOX_URL", broken.URL), nil, 1,
 			[]string{"example.list_reports", "1 problem(s):\nbroken: discovery_failed: manifest /api/plugins/broken/mcp/: tools: must be an array"}, nil},
-		{"no URL", nil, nil, exitUsage, nil, []string{"netbox-plugin-bridge scan: config_error: no NetBox URL: set NETBOX_URL"}},
-		{"ftp URL", with(token, "NETBOX_URL", "ftp://netbox"), nil, exitUsage, nil, []string{`NETBOX_URL: scheme "ftp" is not http or https`}},
-		{"token with CR", with(token, "NETBOX_TOKEN", secretV2+"\r"), nil, exitUsage, nil, []string{"NETBOX_TOKEN: the token contains a control character"}},
-		{"bad allow-list", with(token, "NETBOX_MCP_ALLOW_MUTATIONS", "proxbox"), nil, exitUsage, nil, []string{"config_error: NETBOX_MCP_ALLOW_MUTATIONS: "}},
-		{"negative --timeout", token, []string{"--timeout=-1s"}, exitUsage, nil, []string{`--timeout "-1s": is not`}},
-		{"refused port", with(token, "NETBOX_URL", refused), nil, exitUsage, nil,
+		{"no URL", nil, nil, 2, nil, []string{"netbox-plugin-bridge scan: config_error: no NetBox URL: set NETBOX_URL"}},
+		{"ftp URL", with(token, "NETBOX_URL", "ftp://netbox"), nil, 2, nil, []string{`NETBOX_URL: scheme "ftp" is not http or https`}},
+		{"token with CR", with(token, "NETBOX_TOKEN", secretV2+"\r"), nil, 2, nil, []string{"NETBOX_TOKEN: the token contains a control character"}},
+		{"bad allow-list", with(token, "NETBOX_MCP_ALLOW_MUTATIONS", "proxbox"), nil, 2, nil, []string{"config_error: NETBOX_MCP_ALLOW_MUTATIONS: "}},
+		{"negative --timeout", token, []string{"--timeout=-1s"}, 2, nil, []string{`--timeout "-1s": is not`}},
+		{"refused port", with(token, "NETBOX_URL", refused), nil, 2, nil,
 			[]string{"discovery_failed: GET " + refused + "/api/plugins/: ", "refused"}},
-		{"refused port, one plugin", with(token, "NETBOX_URL", refused), []string{"--plugin", "example"}, exitUsage, nil,
+		{"refused port, one plugin", with(token, "NETBOX_URL", refused), []string{"--plugin", "example"}, 2, nil,
 			[]string{"discovery_failed: GET " + refused + "/api/plugins/example/: ", "refused"}},
-		{"refused port, JSON", with(token, "NETBOX_URL", refused), []string{"--json"}, exitUsage,
+		{"refused port, JSON", with(token, "NETBOX_URL", refused), []string{"--json"}, 2,
 			[]string{`{"error":{"code":"discovery_failed","message":"GET ` + refused + `/api/plugins/: `}, []string{"refused"}},
-		{"wrong token", with(token, "NETBOX_TOKEN", secretV1), nil, exitUsage, nil,
+		{"wrong token", with(token, "NETBOX_TOKEN", secretV1), nil, 2, nil,
 			[]string{`HTTP 403: "Invalid token."; NetBox refused the Token token from NETBOX_TOKEN: check that it is valid`}},
-		{"wrong token, one plugin", with(token, "NETBOX_TOKEN", secretV1), []string{"--plugin", "example"}, exitUsage, nil,
+		{"wrong token, one plugin", with(token, "NETBOX_TOKEN", secretV1), []string{"--plugin", "example"}, 2, nil,
 			[]string{`HTTP 403: "Invalid token."; NetBox refused the Token token from NETBOX_TOKEN`}},
-		{"wrong split token", map[string]string{"NETBOX_URL": f.URL, "NETBOX_TOKEN_KEY": "k", "NETBOX_TOKEN_SECRET": secret}, nil, exitUsage, nil,
+		{"wrong split token", map[string]string{"NETBOX_URL": f.URL, "NETBOX_TOKEN_KEY": "k", "NETBOX_TOKEN_SECRET": secret}, nil, 2, nil,
 			[]string{"NetBox refused the Bearer token from NETBOX_TOKEN_KEY and NETBOX_TOKEN_SECRET"}},
-		{"no token", map[string]string{"NETBOX_URL": f.URL}, nil, exitUsage, nil,
+		{"no token", map[string]string{"NETBOX_URL": f.URL}, nil, 2, nil,
 			[]string{"HTTP 403", "no token was sent: set NETBOX_TOKEN"}},
-		{"URL with /api", with(token, "NETBOX_URL", f.URL+"/api"), nil, exitUsage, nil,
+		{"URL with /api", with(token, "NETBOX_URL", f.URL+"/api"), nil, 2, nil,
 			[]string{"GET " + f.URL + "/api/api/plugins/: HTTP 404", "without /api"}},
 	}
 	for _, c := range cases {
@@ -731,7 +731,7 @@ func TestScanCommandJSON(t *testing.T) {
 	scanEnv(t, map[string]string{"NETBOX_URL": f.URL, "NETBOX_TOKEN": fakeToken})
 	code, out, _ := runCLI(t, "scan", "--json")
 	want := string(catalogDocument(scanAllOK(t, f.client()))) + "\n"
-	if code != exitInvalid || out != want {
+	if code != 1 || out != want {
 		t.Errorf("scan --json: %d\n%s\nwant\n%s", code, out, want)
 	}
 	cat, err := f.client().scanOne(context.Background(), "example", callOptions{})
@@ -739,17 +739,13 @@ func TestScanCommandJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, _ = runCLI(t, "scan", "--json", "--plugin", "example")
-	if want := string(catalogDocument(cat)) + "\n"; code != exitOK || out != want {
+	if want := string(catalogDocument(cat)) + "\n"; code != 0 || out != want {
 		t.Errorf("scan --json --plugin example: %d\n%s\nwant\n%s", code, out, want)
 	}
 	code, out, _ = runCLI(t, "scan", "--plugin", "broken", "--json")
-	var doc struct {
-		Tools    []json.RawMessage `json:"tools"`
-		Problems []scanProblem     `json:"problems"`
-	}
-	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != exitInvalid || len(doc.Tools) != 0 ||
+	if doc := decodeCatalog(t, []byte(out)); code != 1 || len(doc.Tools) != 0 ||
 		len(doc.Problems) != 1 || doc.Problems[0].Plugin != "broken" || doc.Problems[0].Code != "discovery_failed" {
-		t.Errorf("scan --json --plugin broken: %d %v\n%s", code, err, out)
+		t.Errorf("scan --json --plugin broken: %d\n%s", code, out)
 	}
 }
 
@@ -781,7 +777,7 @@ func TestBadCommandLines(t *testing.T) {
 		{[]string{"help", "scna"}, `no command "scna" (did you mean scan?)`},
 	} {
 		code, out, errOut := runCLI(t, c.args...)
-		if code != exitUsage || out != "" {
+		if code != 2 || out != "" {
 			t.Errorf("%v: %d %q", c.args, code, out)
 		}
 		oneLine(t, errOut, c.want)
@@ -808,7 +804,7 @@ func TestHelp(t *testing.T) {
 		{[]string{"help", "serve"}, commandUsage["serve"]},
 	} {
 		code, out, errOut := runCLI(t, c.args...)
-		if code != exitOK || out != c.want || errOut != "" {
+		if code != 0 || out != c.want || errOut != "" {
 			t.Errorf("%v: %d, stderr %q, stdout:\n%s", c.args, code, errOut, out)
 		}
 	}
@@ -831,7 +827,7 @@ func TestHelp(t *testing.T) {
 func TestScanDemo(t *testing.T) {
 	t.Parallel()
 	code, out, errOut := runCLI(t, "scan", "--demo")
-	if code != exitInvalid {
+	if code != 1 {
 		t.Errorf("scan --demo: %d %q", code, errOut)
 	}
 	oneLine(t, errOut, `the built-in demo NetBox at http://127.0.0.1:`)
@@ -844,20 +840,15 @@ func TestScanDemo(t *testing.T) {
 			t.Errorf("scan --demo does not print %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "quiet") || strings.Contains(out, installedPlugins) {
+	if strings.Contains(out, "quiet") || strings.Contains(out, "installed-plugins") {
 		t.Errorf("scan --demo reports a plugin that does not participate:\n%s", out)
 	}
 	code, out, _ = runCLI(t, "scan", "--demo", "--json")
-	var doc struct {
-		SchemaVersion string `json:"schema_version"`
-		Tools         []struct {
-			QualifiedName string `json:"qualified_name"`
-			RequestPath   string `json:"request_path"`
-			Effect        string `json:"effect"`
-		} `json:"tools"`
-		Problems []scanProblem `json:"problems"`
+	doc := decodeCatalog(t, []byte(out))
+	if code != 1 {
+		t.Fatalf("scan --demo --json: %d", code)
 	}
-	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != exitInvalid {
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 1 {
 		t.Fatalf("scan --demo --json: %d %v", code, err)
 	}
 	var names []string
@@ -868,10 +859,10 @@ func TestScanDemo(t *testing.T) {
 		len(doc.Problems) != 1 || doc.Problems[0].Plugin != "broken" || doc.Problems[0].Code != "discovery_failed" {
 		t.Errorf("scan --demo --json: %+v", doc)
 	}
-	if code, _, _ := runCLI(t, "scan", "--demo", "--plugin", "example"); code != exitOK {
+	if code, _, _ := runCLI(t, "scan", "--demo", "--plugin", "example"); code != 0 {
 		t.Errorf("scan --demo --plugin example: %d", code)
 	}
-	if code, out, _ := runCLI(t, "scan", "--demo", "--plugin", "quiet"); code != exitInvalid || !strings.Contains(out, "no tools\n") ||
+	if code, out, _ := runCLI(t, "scan", "--demo", "--plugin", "quiet"); code != 1 || !strings.Contains(out, "no tools\n") ||
 		!strings.Contains(out, "quiet: not_advertised") || strings.Contains(out, "TOOL") {
 		t.Errorf("scan --demo --plugin quiet: %d\n%s", code, out)
 	}
@@ -909,23 +900,23 @@ func TestCheckCommand(t *testing.T) {
 	t.Parallel()
 	const valid, invalid = "testdata/manifest-valid.json", "testdata/manifests/method-lowercase.json"
 	code, out, errOut := runCLI(t, "check", valid)
-	if code != exitOK || out != valid+": valid (manifest)\n" || errOut != "" {
+	if code != 0 || out != valid+": valid (manifest)\n" || errOut != "" {
 		t.Errorf("check valid: %d %q %q", code, out, errOut)
 	}
 	code, out, _ = runCLI(t, "check", invalid)
-	if code != exitInvalid || !strings.HasPrefix(out, invalid+`: tools[0].method: "get" is not one of GET, HEAD, POST, PUT, PATCH, DELETE`) {
+	if code != 1 || !strings.HasPrefix(out, invalid+`: tools[0].method: "get" is not one of GET, HEAD, POST, PUT, PATCH, DELETE`) {
 		t.Errorf("check invalid: %d %q", code, out)
 	}
 	// Several files: each line carries its file; one problem makes exit 1.
 	code, out, _ = runCLI(t, "check", valid, invalid, valid)
-	if lines := strings.Split(strings.TrimSpace(out), "\n"); code != exitInvalid || len(lines) != 3 ||
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); code != 1 || len(lines) != 3 ||
 		lines[0] != valid+": valid (manifest)" || !strings.HasPrefix(lines[1], invalid+": tools[0].method: ") || lines[2] != lines[0] {
 		t.Errorf("check of three files: %d\n%s", code, out)
 	}
 	// Standard input.
 	data, _ := os.ReadFile(invalid)
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"check", "-"}, bytes.NewReader(data), &stdout, &stderr, osEnvironment()); code != exitInvalid ||
+	if code := run([]string{"check", "-"}, bytes.NewReader(data), &stdout, &stderr, osEnvironment()); code != 1 ||
 		!strings.HasPrefix(stdout.String(), `-: tools[0].method: "get"`) {
 		t.Errorf("check -: %d %q %q", code, stdout.String(), stderr.String())
 	}
@@ -941,7 +932,7 @@ func TestCheckCommand(t *testing.T) {
 		`inputSchema.pattern: keyword "pattern" is not in the bridge-v1 schema subset`,
 		`inputSchema.properties.when.format: format "email" is not supported`,
 		`inputSchema.properties.n.minimum: must be a number`, `inputSchema.x-extra: keyword "x-extra" is not in the bridge-v1 schema subset`} {
-		if code != exitInvalid || !strings.Contains(out, want) {
+		if code != 1 || !strings.Contains(out, want) {
 			t.Errorf("check of a manifest with five problems: %d, missing %q in\n%s", code, want, out)
 		}
 	}
@@ -956,7 +947,7 @@ func TestCheckCommand(t *testing.T) {
 			Line, Column                  int
 		} `json:"problems"`
 	}
-	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != exitInvalid || len(doc.Problems) != 1 ||
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 1 || len(doc.Problems) != 1 ||
 		doc.Problems[0].Location != "tools[0]" || doc.Problems[0].Line != 2 || doc.Problems[0].Column != 26 || doc.Problems[0].File != broken {
 		t.Errorf("check --json of a duplicate key: %d %v\n%s", code, err, out)
 	}
@@ -980,7 +971,7 @@ func TestCheckCommand(t *testing.T) {
 		{[]string{"check", valid, "--tool", "list_reports", "--arguments", valid}, "--arguments " + valid + " is not JSON, but names a file: did you mean @" + valid + "?"},
 	} {
 		code, out, errOut := runCLI(t, c.args...)
-		if code != exitUsage || out != "" {
+		if code != 2 || out != "" {
 			t.Errorf("%v: %d %q", c.args, code, out)
 		}
 		oneLine(t, errOut, c.want)
@@ -988,15 +979,15 @@ func TestCheckCommand(t *testing.T) {
 
 	// JSON: no HTML escaping, and the tool's name beside its index.
 	code, out, _ = runCLI(t, "check", "--json", "testdata/manifests/name-duplicate.json")
-	if code != exitInvalid || strings.Contains(out, `\u003c`) || !strings.Contains(out, `"tool": "list_reports"`) {
+	if code != 1 || strings.Contains(out, `\u003c`) || !strings.Contains(out, `"tool": "list_reports"`) {
 		t.Errorf("check --json: %d\n%s", code, out)
 	}
 	code, out, _ = runCLI(t, "check", "--json", "testdata/manifests/path-leading-slash.json")
-	if code != exitInvalid || strings.Contains(out, `\u003c`) || !strings.Contains(out, "<plugin>") {
+	if code != 1 || strings.Contains(out, `\u003c`) || !strings.Contains(out, "<plugin>") {
 		t.Errorf("check --json escapes HTML: %d\n%s", code, out)
 	}
 	code, out, _ = runCLI(t, "check", valid, "--json")
-	if code != exitOK || !slices.Equal(objectKeys(t, []byte(out)), []string{"valid", "problems"}) || !strings.Contains(out, `"problems": []`) {
+	if code != 0 || !slices.Equal(objectKeys(t, []byte(out)), []string{"valid", "problems"}) || !strings.Contains(out, `"problems": []`) {
 		t.Errorf("check --json valid: %d\n%s", code, out)
 	}
 
@@ -1010,16 +1001,16 @@ func TestCheckCommand(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"--tool", "list_reports", "--arguments", `{"limit": 5}`}, exitOK, ": valid (manifest; arguments for list_reports)"},
-		{[]string{"--tool", "list_reports", "--arguments", "@" + args}, exitOK, ": valid (manifest; arguments for list_reports)"},
-		{[]string{"--tool", "list_reports", "--response", "@" + body}, exitOK, ": valid (manifest; response for list_reports)"},
-		{[]string{"--tool", "list_reports", "--arguments", "@" + args, "--response", `{"count": 2}`}, exitOK,
+		{[]string{"--tool", "list_reports", "--arguments", `{"limit": 5}`}, 0, ": valid (manifest; arguments for list_reports)"},
+		{[]string{"--tool", "list_reports", "--arguments", "@" + args}, 0, ": valid (manifest; arguments for list_reports)"},
+		{[]string{"--tool", "list_reports", "--response", "@" + body}, 0, ": valid (manifest; response for list_reports)"},
+		{[]string{"--tool", "list_reports", "--arguments", "@" + args, "--response", `{"count": 2}`}, 0,
 			": valid (manifest; arguments for list_reports; response for list_reports)"},
-		{[]string{"--tool", "list_reports", "--arguments", `{"limit": 0}`}, exitInvalid, "arguments.limit: "},
-		{[]string{"--tool", "list_reports", "--arguments", `{"limit": 5, "limit": 6}`}, exitInvalid, `duplicate key "limit"`},
-		{[]string{"--tool", "list_reports", "--response", `{"count": "x"}`}, exitInvalid, "response.count: expected integer, got string"},
-		{[]string{"--tool", "run_report", "--response", `{"id": "x"}`}, exitOK, ": valid (manifest; response for run_report)"},
-		{[]string{"--tool", "run_report", "--response", `{"id": 1} x`}, exitInvalid, "response: invalid JSON at line 1, column 11"},
+		{[]string{"--tool", "list_reports", "--arguments", `{"limit": 0}`}, 1, "arguments.limit: "},
+		{[]string{"--tool", "list_reports", "--arguments", `{"limit": 5, "limit": 6}`}, 1, `duplicate key "limit"`},
+		{[]string{"--tool", "list_reports", "--response", `{"count": "x"}`}, 1, "response.count: expected integer, got string"},
+		{[]string{"--tool", "run_report", "--response", `{"id": "x"}`}, 0, ": valid (manifest; response for run_report)"},
+		{[]string{"--tool", "run_report", "--response", `{"id": 1} x`}, 1, "response: invalid JSON at line 1, column 11"},
 	} {
 		code, out, _ := runCLI(t, append([]string{"check", valid}, c.args...)...)
 		if code != c.code || !strings.Contains(out, c.want) {
@@ -1041,7 +1032,7 @@ func TestVersionCommand(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		code, out, _ := runCLI(t, args...)
-		if code != exitOK || !strings.HasPrefix(out, "netbox-plugin-bridge ") || strings.Count(out, "\n") != 1 {
+		if code != 0 || !strings.HasPrefix(out, "netbox-plugin-bridge ") || strings.Count(out, "\n") != 1 {
 			t.Errorf("%v: %d %q", args, code, out)
 		}
 	}
@@ -1746,6 +1737,10 @@ type catalogServer struct {
 	peak     atomic.Int32 // of every request
 	targets  atomic.Int32 // target requests in flight
 	tpeak    atomic.Int32
+	// When hold > 0, target requests wait until hold of them are in flight
+	// (or 10 s pass), so a test can tell concurrency from timing.
+	hold    int32
+	allHere chan struct{}
 }
 
 // newCatalogServer serves one plugin per manifest, each manifest a function
@@ -1792,6 +1787,15 @@ func (s *catalogServer) serve(w http.ResponseWriter, r *http.Request) {
 		n := s.targets.Add(1)
 		defer s.targets.Add(-1)
 		for p := s.tpeak.Load(); n > p && !s.tpeak.CompareAndSwap(p, n); p = s.tpeak.Load() {
+		}
+		if s.hold > 0 {
+			if n == s.hold {
+				close(s.allHere)
+			}
+			select {
+			case <-s.allHere:
+			case <-time.After(10 * time.Second):
+			}
 		}
 	}
 	if s.latency > 0 {
@@ -1872,7 +1876,7 @@ func BenchmarkScanFloor(b *testing.B) {
 	defer devNull.Close()
 	for _, latency := range []time.Duration{10 * time.Millisecond, 20 * time.Millisecond} {
 		b.Run(fmt.Sprintf("latency=%v", latency), func(b *testing.B) {
-			s := newCatalogServer(b, latency, scanRootLimit, benchManifest)
+			s := newCatalogServer(b, latency, specScanRoots, benchManifest)
 			env := s.env(b)
 			scan := func() *exec.Cmd {
 				cmd := exec.Command(bin, "scan", "--json")
@@ -1881,13 +1885,13 @@ func BenchmarkScanFloor(b *testing.B) {
 			}
 			floor := func() *exec.Cmd {
 				cmd := exec.Command(self, "-test.run=^$")
-				cmd.Env = append(env, floorClientEnv+"="+s.base, floorPluginsEnv+"="+strconv.Itoa(scanRootLimit))
+				cmd.Env = append(env, floorClientEnv+"="+s.base, floorPluginsEnv+"="+strconv.Itoa(specScanRoots))
 				return cmd
 			}
 			// Once, untimed: the scan finds every tool, the floor succeeds.
 			out, err := scan().Output()
 			var doc struct{ Tools, Problems []json.RawMessage }
-			if err != nil || json.Unmarshal(out, &doc) != nil || len(doc.Tools) != 4*scanRootLimit || len(doc.Problems) != 0 {
+			if err != nil || json.Unmarshal(out, &doc) != nil || len(doc.Tools) != 4*specScanRoots || len(doc.Problems) != 0 {
 				b.Fatalf("scan: %v, %d tools, problems %s", err, len(doc.Tools), doc.Problems)
 			}
 			if out, err := floor().CombinedOutput(); err != nil {
@@ -1937,7 +1941,7 @@ func BenchmarkParseManifest(b *testing.B) {
 // BenchmarkCatalogDocument is the scan's output: 512 tools rendered.
 func BenchmarkCatalogDocument(b *testing.B) {
 	cat := &catalog{}
-	for i := range scanRootLimit {
+	for i := range specScanRoots {
 		slug := catalogSlug(i)
 		m, ps := parseManifest([]byte(benchManifest(slug)))
 		if len(ps) > 0 {
@@ -2038,7 +2042,7 @@ var maximalCatalogs = []maximalCatalog{
 
 // size is the size of each manifest.
 func (c maximalCatalog) size() int {
-	return min((scanByteLimit-32<<10)/c.plugins, manifestLimits.bytes-16)
+	return min((specScanBytes-32<<10)/c.plugins, specManifestBytes-16)
 }
 
 func (c maximalCatalog) manifest(slug string) string {
@@ -2098,8 +2102,8 @@ func TestServeMemoryBounded(t *testing.T) {
 	for _, c := range maximalCatalogs {
 		t.Run("32 full scans of "+c.name, func(t *testing.T) {
 			s := newCatalogServer(t, 2*time.Millisecond, c.plugins, c.manifest)
-			if n := s.discoveryBytes(); n >= scanByteLimit || n < scanByteLimit-48<<10 {
-				t.Fatalf("the catalog has %d bytes of discovery bodies, want just under %d", n, scanByteLimit)
+			if n := s.discoveryBytes(); n >= specScanBytes || n < specScanBytes-48<<10 {
+				t.Fatalf("the catalog has %d bytes of discovery bodies, want just under %d", n, specScanBytes)
 			}
 			if _, ps := parseManifest([]byte(c.manifest("p000"))); len(ps) > 0 {
 				t.Fatalf("the manifest is not valid: %v", ps)
@@ -2111,7 +2115,7 @@ func TestServeMemoryBounded(t *testing.T) {
 			}
 			for range 32 {
 				line := p.reply()
-				if n := bytes.Count(line, []byte(`"qualified_name":"`)); n != scanToolLimit || bytes.Contains(line, []byte(`"isError":true`)) {
+				if n := bytes.Count(line, []byte(`"qualified_name":"`)); n != specScanTools || bytes.Contains(line, []byte(`"isError":true`)) {
 					t.Fatalf("a reply with %d tools: %s", n, clip(string(line), 2000))
 				}
 			}
@@ -2168,6 +2172,7 @@ func TestServeMemoryBounded(t *testing.T) {
 // plugin with a small manifest are all in flight at the target at once.
 func TestServeConcurrentReads(t *testing.T) {
 	s := newCatalogServer(t, 50*time.Millisecond, 1, benchManifest)
+	s.hold, s.allHere = 64, make(chan struct{})
 	p := startServe(t, s.env(t))
 	start := time.Now()
 	for id := 1; id <= 64; id++ {
@@ -2180,7 +2185,7 @@ func TestServeConcurrentReads(t *testing.T) {
 	}
 	t.Logf("concurrency: 64 plugin_call_tool reads behind %v: %d target requests in flight at once, %d requests of any kind, %.1f latencies",
 		s.latency, s.tpeak.Load(), s.peak.Load(), float64(time.Since(start))/float64(s.latency))
-	if n := s.tpeak.Load(); n < 48 {
+	if n := s.tpeak.Load(); n != 64 {
 		t.Errorf("at most %d of 64 reads were in flight at once", n)
 	}
 }
@@ -2424,7 +2429,7 @@ func TestServeTerminalHint(t *testing.T) {
 	}
 	defer devnull.Close()
 	var stdout, stderr bytes.Buffer
-	if code := run(nil, devnull, &stdout, &stderr, testEnv(t.TempDir(), nil)); code != exitOK || stdout.Len() != 0 ||
+	if code := run(nil, devnull, &stdout, &stderr, testEnv(t.TempDir(), nil)); code != 0 || stdout.Len() != 0 ||
 		!strings.Contains(stderr.String(), "this is an MCP stdio server") || !strings.Contains(stderr.String(), "scan --demo") {
 		t.Errorf("serve on a terminal: %d %q %q", code, stdout.String(), stderr.String())
 	}
@@ -2452,7 +2457,7 @@ func TestScanOutputIsPrintable(t *testing.T) {
 func TestNegativeTimeoutReportedFirst(t *testing.T) {
 	for _, args := range [][]string{{"scan", "--timeout", "-1s"}, {"scan", "--demo", "--timeout", "-1s"}} {
 		var out, errOut bytes.Buffer
-		if code := run(args, strings.NewReader(""), &out, &errOut, osEnvironment()); code != exitUsage || !strings.Contains(errOut.String(), `--timeout "-1s": is not`) {
+		if code := run(args, strings.NewReader(""), &out, &errOut, osEnvironment()); code != 2 || !strings.Contains(errOut.String(), `--timeout "-1s": is not`) {
 			t.Errorf("%v: %d %q", args, code, errOut.String())
 		}
 	}
@@ -2528,42 +2533,42 @@ func TestLiveCheck(t *testing.T) {
 		code  int
 		want  []string // lines of stdout, in order ("" ends the list: nothing after)
 	}{
-		{"follows the checklist", nil, nil, exitOK, fine},
-		{"arguments as JSON", nil, []string{"--arguments", `item={"id": 3}`}, exitOK, []string{"list (read): called: 200", "item (read): called: 200"}},
-		{"arguments from a file", nil, []string{"--arguments", "item=@" + argsFile}, exitOK, []string{"item (read): called: 200"}},
-		{"invalid arguments", nil, []string{"--arguments", `item={"id": "x"}`}, exitInvalid,
+		{"follows the checklist", nil, nil, 0, fine},
+		{"arguments as JSON", nil, []string{"--arguments", `item={"id": 3}`}, 0, []string{"list (read): called: 200", "item (read): called: 200"}},
+		{"arguments from a file", nil, []string{"--arguments", "item=@" + argsFile}, 0, []string{"item (read): called: 200"}},
+		{"invalid arguments", nil, []string{"--arguments", `item={"id": "x"}`}, 1,
 			[]string{"tools.item.arguments.id: expected integer, got string", "item (read): not called"}},
 		{"wrong advertisement", func(f *fakeNetBox) {
 			f.plugin("good", func(p *fakePlugin) { p.root = `{"mcp": {"schema_version": "2", "manifest": "/api/plugins/good/mcp/"}}` })
-		}, nil, exitInvalid, []string{`advertisement: plugin "good": invalid mcp advertisement`, ""}},
-		{"no advertisement", func(f *fakeNetBox) { f.plugin("good", func(p *fakePlugin) { p.root = `{"widgets": "x"}` }) }, nil, exitInvalid,
+		}, nil, 1, []string{`advertisement: plugin "good": invalid mcp advertisement`, ""}},
+		{"no advertisement", func(f *fakeNetBox) { f.plugin("good", func(p *fakePlugin) { p.root = `{"widgets": "x"}` }) }, nil, 1,
 			[]string{"advertisement: plugin \"good\": the plugin root does not advertise an MCP manifest", ""}},
 		{"no plugin root", func(f *fakeNetBox) {
 			f.handle("/api/plugins/good/", func(w http.ResponseWriter, r *http.Request) { htmlNotFound(w) })
-		}, nil, exitInvalid,
+		}, nil, 1,
 			[]string{`advertisement: NetBox has no API root for plugin "good"`, ""}},
 		{"manifest of another plugin", func(f *fakeNetBox) {
 			f.plugin("good", func(p *fakePlugin) {
 				p.manifest = strings.Replace(p.manifest, `"plugin":"good"`, `"plugin":"other"`, 1)
 			})
-		}, nil, exitInvalid, []string{`advertisement: manifest /api/plugins/good/mcp/ declares plugin "other", not "good"`, ""}},
+		}, nil, 1, []string{`advertisement: manifest /api/plugins/good/mcp/ declares plugin "other", not "good"`, ""}},
 		{"manifest problems", func(f *fakeNetBox) {
 			f.plugin("good", func(p *fakePlugin) {
 				p.manifest = strings.Replace(strings.Replace(p.manifest, `"method":"GET"`, `"method":"get"`, 1), `"path":"make/"`, `"path":"/make"`, 1)
 			})
-		}, nil, exitInvalid, []string{`manifest.tools[0].method: "get" is not one of`, `manifest.tools[2].path: "/make": `, ""}},
-		{"manifest not JSON", func(f *fakeNetBox) { f.plugin("good", func(p *fakePlugin) { p.manifest = `{"tools": [1,]}` }) }, nil, exitInvalid,
+		}, nil, 1, []string{`manifest.tools[0].method: "get" is not one of`, `manifest.tools[2].path: "/make": `, ""}},
+		{"manifest not JSON", func(f *fakeNetBox) { f.plugin("good", func(p *fakePlugin) { p.manifest = `{"tools": [1,]}` }) }, nil, 1,
 			[]string{"manifest.tools[1]: invalid JSON at line 1, column 14", ""}},
-		{"anonymous 200", anonymous(http.StatusOK), nil, exitInvalid,
+		{"anonymous 200", anonymous(http.StatusOK), nil, 1,
 			[]string{"tools.list.anonymous: answered 200 without a NetBox token; the target view must enforce NetBox permissions"}},
-		{"anonymous 404", anonymous(http.StatusNotFound), nil, exitInvalid,
+		{"anonymous 404", anonymous(http.StatusNotFound), nil, 1,
 			[]string{"tools.list.anonymous: answered 404; expected 401 or 403 without a token"}},
-		{"anonymous 401", anonymous(http.StatusUnauthorized), nil, exitOK, fine},
-		{"body breaks outputSchema", status(200, `{"count": "two"}`), nil, exitInvalid,
+		{"anonymous 401", anonymous(http.StatusUnauthorized), nil, 0, fine},
+		{"body breaks outputSchema", status(200, `{"count": "two"}`), nil, 1,
 			[]string{"tools.list.response.count: expected integer, got string", "list (read): called: 200"}},
-		{"500", status(500, `{"detail": "boom"}`), nil, exitInvalid, []string{`tools.list.response: answered 500: "boom"`, "list (read): called: 500"}},
-		{"duplicate key", status(200, `{"count": 1, "count": 2}`), nil, exitInvalid, []string{`tools.list.response: invalid JSON at line 1, column 14`}},
-		{"not JSON", status(200, `<html>`), nil, exitInvalid, []string{"tools.list.response: invalid JSON at line 1, column 1"}},
+		{"500", status(500, `{"detail": "boom"}`), nil, 1, []string{`tools.list.response: answered 500: "boom"`, "list (read): called: 500"}},
+		{"duplicate key", status(200, `{"count": 1, "count": 2}`), nil, 1, []string{`tools.list.response: invalid JSON at line 1, column 14`}},
+		{"not JSON", status(200, `<html>`), nil, 1, []string{"tools.list.response: invalid JSON at line 1, column 1"}},
 	}
 	for _, c := range cases {
 		f := liveNetBox(t)
@@ -2626,7 +2631,7 @@ func TestLiveCheckCannotCheck(t *testing.T) {
 	} {
 		scanEnv(t, c.env)
 		code, out, errOut := runCLI(t, append([]string{"check", "--plugin", "good"}, c.args...)...)
-		if code != exitUsage || out != "" || !strings.Contains(errOut, c.want) {
+		if code != 2 || out != "" || !strings.Contains(errOut, c.want) {
 			t.Errorf("%s: %d %q %q, want exit 2 and %q", c.name, code, out, errOut, c.want)
 		}
 	}
@@ -2658,7 +2663,7 @@ func TestLiveCheckJSON(t *testing.T) {
 	}
 	dec := json.NewDecoder(strings.NewReader(out))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&doc); err != nil || code != exitInvalid || doc.Valid || len(doc.Problems) != 1 ||
+	if err := dec.Decode(&doc); err != nil || code != 1 || doc.Valid || len(doc.Problems) != 1 ||
 		doc.Problems[0].Location != "tools.list.anonymous" || len(doc.Tools) != 4 {
 		t.Fatalf("%d %v %+v\n%s", code, err, doc, out)
 	}
@@ -2679,10 +2684,10 @@ func TestLiveCheckJSON(t *testing.T) {
 // TestLiveCheckDemo: SPEC §15, the demo's example passes, broken fails.
 func TestLiveCheckDemo(t *testing.T) {
 	t.Parallel()
-	if code, out, errOut := runCLI(t, "check", "--plugin", "example", "--demo"); code != exitOK || !strings.Contains(out, "list_reports (read): called: 200") {
+	if code, out, errOut := runCLI(t, "check", "--plugin", "example", "--demo"); code != 0 || !strings.Contains(out, "list_reports (read): called: 200") {
 		t.Errorf("check --plugin example --demo: %d\n%s%s", code, out, errOut)
 	}
-	if code, out, _ := runCLI(t, "check", "--plugin", "broken", "--demo"); code != exitInvalid || !strings.HasPrefix(out, "manifest.tools[0].method: ") {
+	if code, out, _ := runCLI(t, "check", "--plugin", "broken", "--demo"); code != 1 || !strings.HasPrefix(out, "manifest.tools[0].method: ") {
 		t.Errorf("check --plugin broken --demo: %d\n%s", code, out)
 	}
 }
@@ -3015,7 +3020,7 @@ func TestHTTPServeStartup(t *testing.T) {
 		cmd := exec.Command(bin, append([]string{"serve", "--http", freeAddr(t)}, c.args...)...)
 		cmd.Env = append(c.env, "HOME="+t.TempDir())
 		out, err := cmd.CombinedOutput()
-		if code := cmd.ProcessState.ExitCode(); err == nil || code != exitUsage || !strings.Contains(string(out), c.want) {
+		if code := cmd.ProcessState.ExitCode(); err == nil || code != 2 || !strings.Contains(string(out), c.want) {
 			t.Errorf("%v: exit %d, %q; want exit 2 and %q", c.args, code, out, c.want)
 		}
 		if strings.Contains(string(out), secret) {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -101,15 +103,234 @@ func TestBadManifests(t *testing.T) {
 			t.Errorf("%s: got %q %q, want %q containing %q", name, ps[0].Location, ps[0].Message, want.location, want.message)
 		}
 		for _, p := range ps {
-			if len(p.Message) > 2*clipLimit+200 {
+			if len(p.Message) > 2*specClip+200 {
 				t.Errorf("%s: message echoes too much input: %d bytes", name, len(p.Message))
 			}
 		}
 	}
 }
 
+// opTool is a valid descriptor for the rule tables below: its hints follow
+// its effect as SPEC §4 requires.
+func opTool(method, effect string) toolSpec {
+	return toolSpec{Name: "op", Title: "Op", Description: "An operation.", Method: method, Path: "op/", Effect: effect,
+		InputSchema: json.RawMessage(`{"type": "object", "additionalProperties": false}`),
+		Annotations: toolAnnotations{ReadOnlyHint: effect == "read", DestructiveHint: effect == "destructive"}}
+}
+
+// firstProblemAt parses a manifest and expects it valid (loc "") or its
+// first problem at loc.
+func firstProblemAt(t *testing.T, name, doc, loc string) bool {
+	t.Helper()
+	m, ps := parseManifest([]byte(doc))
+	switch {
+	case loc == "" && len(ps) > 0:
+		t.Errorf("%s: refused: %v", name, ps[0])
+	case loc == "" && m == nil:
+		t.Errorf("%s: no manifest and no problem", name)
+	case loc != "" && len(ps) == 0:
+		t.Errorf("%s: accepted, want a problem at %s", name, loc)
+	case loc != "" && (m != nil || ps[0].Location != loc):
+		t.Errorf("%s: first problem %v, want one at %s", name, ps[0], loc)
+	default:
+		return true
+	}
+	return false
+}
+
+// TestMethodEffectRule checks every method and effect against the table of
+// SPEC §4, written out here: GET/HEAD ⇔ read; POST/PUT/PATCH ⇒ write or
+// destructive; DELETE ⇒ destructive. readOnlyHint is (effect == read) and
+// destructiveHint is (effect == destructive); the other two hints are free.
+func TestMethodEffectRule(t *testing.T) {
+	table := []struct {
+		method                   string
+		read, write, destructive bool
+	}{
+		{"GET", true, false, false},
+		{"HEAD", true, false, false},
+		{"POST", false, true, true},
+		{"PUT", false, true, true},
+		{"PATCH", false, true, true},
+		{"DELETE", false, false, true},
+	}
+	var accepted, refused, hints int
+	for _, row := range table {
+		for _, c := range []struct {
+			effect string
+			ok     bool
+		}{{"read", row.read}, {"write", row.write}, {"destructive", row.destructive}} {
+			name := row.method + " " + c.effect
+			tl := opTool(row.method, c.effect)
+			if !c.ok {
+				if firstProblemAt(t, name, manifestJSON("p", tl), "tools[0].effect") {
+					refused++
+				}
+				continue
+			}
+			if !firstProblemAt(t, name, manifestJSON("p", tl), "") {
+				continue
+			}
+			accepted++
+			for _, free := range []toolAnnotations{{IdempotentHint: true}, {OpenWorldHint: true}, {IdempotentHint: true, OpenWorldHint: true}} {
+				free.ReadOnlyHint, free.DestructiveHint = tl.Annotations.ReadOnlyHint, tl.Annotations.DestructiveHint
+				other := tl
+				other.Annotations = free
+				if firstProblemAt(t, name+fmt.Sprintf(" %+v", free), manifestJSON("p", other), "") {
+					hints++
+				}
+			}
+			wrongRO, wrongD := tl, tl
+			wrongRO.Annotations.ReadOnlyHint = !tl.Annotations.ReadOnlyHint
+			wrongD.Annotations.DestructiveHint = !tl.Annotations.DestructiveHint
+			if firstProblemAt(t, name+" with readOnlyHint flipped", manifestJSON("p", wrongRO), "tools[0].annotations.readOnlyHint") &&
+				firstProblemAt(t, name+" with destructiveHint flipped", manifestJSON("p", wrongD), "tools[0].annotations.destructiveHint") {
+				hints += 2
+			}
+		}
+	}
+	// Exactly these six methods, upper case, no trimming (SPEC §4, §12).
+	for _, method := range []string{"get", "Get", "post", "delete", "OPTIONS", "TRACE", "CONNECT", "PURGE", "QUERY", " GET", "GET ", ""} {
+		if firstProblemAt(t, fmt.Sprintf("method %q", method), manifestJSON("p", opTool(method, "read")), "tools[0].method") {
+			refused++
+		}
+	}
+	for _, effect := range []string{"Read", "READ", "readonly", "delete", "mutate", " read", ""} {
+		if firstProblemAt(t, fmt.Sprintf("effect %q", effect), manifestJSON("p", opTool("GET", effect)), "tools[0].effect") {
+			refused++
+		}
+	}
+	if accepted != 9 || refused != 9+12+7 || hints != 9*5 {
+		t.Errorf("%d pairs accepted (want 9), %d refused (want 28), %d hint checks passed (want 45)", accepted, refused, hints)
+	}
+	t.Logf("SPEC §4 method/effect table: %d pairs accepted, %d methods, effects and pairs refused, %d hint checks passed", accepted, refused, hints)
+}
+
+// TestDescriptorRules checks the edges of SPEC §4's name, length and path
+// rules, and of §3's slug, from both sides.
+func TestDescriptorRules(t *testing.T) {
+	segments := func(n int) string { return strings.Repeat("a/", n) }
+	cases := []struct {
+		name string
+		edit func(*toolSpec)
+		slug string // the manifest's plugin, default "p"
+		loc  string // "" for valid
+	}{
+		{"name one letter", func(tl *toolSpec) { tl.Name = "a" }, "", ""},
+		{"name 64 characters", func(tl *toolSpec) { tl.Name = "a" + strings.Repeat("b_9", 21) }, "", ""},
+		{"name 65 characters", func(tl *toolSpec) { tl.Name = "a" + strings.Repeat("b", 64) }, "", "tools[0].name"},
+		{"name empty", func(tl *toolSpec) { tl.Name = "" }, "", "tools[0].name"},
+		{"name starts with a digit", func(tl *toolSpec) { tl.Name = "9a" }, "", "tools[0].name"},
+		{"name starts with _", func(tl *toolSpec) { tl.Name = "_a" }, "", "tools[0].name"},
+		{"name with -", func(tl *toolSpec) { tl.Name = "a-b" }, "", "tools[0].name"},
+		{"name with a capital", func(tl *toolSpec) { tl.Name = "aB" }, "", "tools[0].name"},
+		{"name with a dot", func(tl *toolSpec) { tl.Name = "a.b" }, "", "tools[0].name"},
+		{"title 1 character", func(tl *toolSpec) { tl.Title = "x" }, "", ""},
+		{"title 200 characters", func(tl *toolSpec) { tl.Title = strings.Repeat("é", 200) }, "", ""},
+		{"title 201 characters", func(tl *toolSpec) { tl.Title = strings.Repeat("é", 201) }, "", "tools[0].title"},
+		{"title empty", func(tl *toolSpec) { tl.Title = "" }, "", "tools[0].title"},
+		{"description 2000 characters", func(tl *toolSpec) { tl.Description = strings.Repeat("é", 2000) }, "", ""},
+		{"description 2001 characters", func(tl *toolSpec) { tl.Description = strings.Repeat("é", 2001) }, "", "tools[0].description"},
+		{"description empty", func(tl *toolSpec) { tl.Description = "" }, "", "tools[0].description"},
+		{"path 2 characters", func(tl *toolSpec) { tl.Path = "a/" }, "", ""},
+		{"path 1024 characters", func(tl *toolSpec) { tl.Path = segments(512) }, "", ""},
+		{"path 1025 characters", func(tl *toolSpec) { tl.Path = "b" + segments(512) }, "", "tools[0].path"},
+		{"path /", func(tl *toolSpec) { tl.Path = "/" }, "", "tools[0].path"},
+		{"path of every allowed character", func(tl *toolSpec) { tl.Path = "AZaz09._~-/x/" }, "", ""},
+		{"path with ://", func(tl *toolSpec) { tl.Path = "http://x/" }, "", "tools[0].path"},
+		{"path with a space", func(tl *toolSpec) { tl.Path = "a b/" }, "", "tools[0].path"},
+		{"path with +", func(tl *toolSpec) { tl.Path = "a+b/" }, "", "tools[0].path"},
+		{"path with ..", func(tl *toolSpec) { tl.Path = "a/../b/" }, "", "tools[0].path"},
+		{"path ..x is a name", func(tl *toolSpec) { tl.Path = "..x/" }, "", ""},
+		{"slug one character", nil, "a", ""},
+		{"slug starting with a digit", nil, "0a", ""},
+		{"slug with - and _", nil, "a_b-c", ""},
+		{"slug 64 characters", nil, "a" + strings.Repeat("-", 63), ""},
+		{"slug 65 characters", nil, "a" + strings.Repeat("b", 64), "plugin"},
+		{"slug starting with -", nil, "-a", "plugin"},
+		{"slug starting with _", nil, "_a", "plugin"},
+		{"slug with a capital", nil, "aB", "plugin"},
+		{"slug with a dot", nil, "a.b", "plugin"},
+		{"slug empty", nil, "", "plugin"},
+	}
+	var passed int
+	for _, c := range cases {
+		tl := readTool("op")
+		if c.edit != nil {
+			c.edit(&tl)
+		}
+		slug := c.slug
+		if c.edit != nil {
+			slug = "p"
+		}
+		if firstProblemAt(t, c.name, manifestJSON(slug, tl), c.loc) {
+			passed++
+		}
+	}
+	// 1 to 64 tools, unique names.
+	for n, loc := range map[int]string{1: "", 64: "", 65: "tools"} {
+		if firstProblemAt(t, fmt.Sprintf("%d tools", n), manifestJSON("p", numberedTools(n)...), loc) {
+			passed++
+		}
+	}
+	if firstProblemAt(t, "no tools", `{"schema_version": "1", "plugin": "p", "tools": []}`, "tools") {
+		passed++
+	}
+	t.Logf("SPEC §3/§4 descriptor rules: %d of %d cases as expected", passed, len(cases)+4)
+}
+
+// TestQueryInputRule: SPEC §4, a GET or HEAD input property must declare
+// scalar types, or "array" (optionally with "null") whose items declare
+// scalar types; the other methods send a JSON body and take any property.
+func TestQueryInputRule(t *testing.T) {
+	props := []struct {
+		schema string
+		query  bool
+	}{
+		{`{"type": "string"}`, true},
+		{`{"type": "integer", "minimum": 1}`, true},
+		{`{"type": "number"}`, true},
+		{`{"type": "boolean"}`, true},
+		{`{"type": "null"}`, true},
+		{`{"type": ["string", "null"]}`, true},
+		{`{"type": ["null", "boolean", "integer", "number", "string"]}`, true},
+		{`{"type": "array", "items": {"type": "string"}}`, true},
+		{`{"type": ["array", "null"], "items": {"type": ["integer", "null"]}}`, true},
+		{`{"type": "object"}`, false},
+		{`{"type": ["object", "null"]}`, false},
+		{`{}`, false},
+		{`true`, false},
+		{`{"enum": ["a", "b"]}`, false},
+		{`{"type": "array"}`, false},
+		{`{"type": "array", "items": {}}`, false},
+		{`{"type": "array", "items": {"type": "array", "items": {"type": "string"}}}`, false},
+		{`{"type": "array", "items": {"type": "object"}}`, false},
+		{`{"type": ["array", "string"], "items": {"type": "string"}}`, false},
+	}
+	methods := []struct {
+		method, effect string
+		query          bool
+	}{{"GET", "read", true}, {"HEAD", "read", true}, {"POST", "write", false}, {"PUT", "write", false},
+		{"PATCH", "destructive", false}, {"DELETE", "destructive", false}}
+	var passed int
+	for _, m := range methods {
+		for _, p := range props {
+			tl := opTool(m.method, m.effect)
+			tl.InputSchema = json.RawMessage(`{"type": "object", "additionalProperties": false, "properties": {"p": ` + p.schema + `}}`)
+			loc := ""
+			if m.query && !p.query {
+				loc = "tools[0].inputSchema.properties.p"
+			}
+			if firstProblemAt(t, m.method+" "+p.schema, manifestJSON("x", tl), loc) {
+				passed++
+			}
+		}
+	}
+	t.Logf("SPEC §4 query inputs: %d of %d method and property cases as expected", passed, len(methods)*len(props))
+}
+
 // TestLocationsClipHostileKeys: a location names a hostile key with at most
-// clipLimit characters of it per mention, however long the key (SPEC §4).
+// 200 characters of it per mention, however long the key (SPEC §4).
 func TestLocationsClipHostileKeys(t *testing.T) {
 	long := strings.Repeat("k", 5000)
 	valid, err := os.ReadFile("testdata/manifest-valid.json")
@@ -124,7 +345,7 @@ func TestLocationsClipHostileKeys(t *testing.T) {
 			t.Fatalf("%s: accepted", name)
 		}
 		for _, p := range ps {
-			if n := strings.Count(p.Error(), "k"); n > 2*clipLimit+10 {
+			if n := strings.Count(p.Error(), "k"); n > 2*specClip+10 {
 				t.Errorf("%s: %s… echoes %d characters of the key", name, clip(p.Error(), 60), n)
 			}
 		}

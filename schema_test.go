@@ -168,6 +168,193 @@ func TestCompileRejections(t *testing.T) {
 	}
 }
 
+// schemaPositions are the places a schema can stand (SPEC §5: the subset
+// applies "at every schema position"), as a wrapper and its location.
+var schemaPositions = []struct {
+	wrap func(schema string) string
+	loc  string
+}{
+	{func(s string) string { return s }, "schema"},
+	{func(s string) string { return `{"properties": {"x": ` + s + `}}` }, "schema.properties.x"},
+	{func(s string) string { return `{"items": ` + s + `}` }, "schema.items"},
+	{func(s string) string { return `{"additionalProperties": ` + s + `}` }, "schema.additionalProperties"},
+	{func(s string) string { return `{"propertyNames": ` + s + `}` }, "schema.propertyNames"},
+	{func(s string) string { return `{"items": {"properties": {"y": {"items": ` + s + `}}}}` }, "schema.items.properties.y.items"},
+}
+
+// compileText decodes a schema within a manifest's bounds, as a manifest
+// holds it, and compiles it.
+func compileText(t *testing.T, src string) (*schema, error) {
+	t.Helper()
+	v, err := decode([]byte(src), limits{bytes: 256 << 10, depth: 24, values: 12000})
+	if err != nil {
+		t.Fatalf("%s: %v", clip(src, 80), err)
+	}
+	return compileFirst(v)
+}
+
+// TestSchemaKeywordSubset checks SPEC §5's keyword list, written out here,
+// at every schema position: each allowed keyword compiles with a valid
+// value, each rejected one is refused by name at its location, and so is
+// every format but "date-time".
+func TestSchemaKeywordSubset(t *testing.T) {
+	allowed := map[string]string{
+		"type": `"string"`, "enum": `[1, "a"]`, "const": `1`, "properties": `{"a": {}}`, "required": `["a"]`,
+		"additionalProperties": `false`, "propertyNames": `{"maxLength": 3}`, "items": `{"type": "integer"}`,
+		"minItems": `0`, "maxItems": `2`, "uniqueItems": `false`, "minLength": `1`, "maxLength": `2`,
+		"minimum": `-1.5`, "maximum": `1e3`, "exclusiveMinimum": `0`, "exclusiveMaximum": `10`, "multipleOf": `0.5`,
+		"minProperties": `0`, "maxProperties": `3`, "format": `"date-time"`, "title": `"T"`, "description": `"D"`,
+		"default": `{"any": ["thing"]}`, "examples": `[1, "x"]`, "deprecated": `true`, "readOnly": `false`, "writeOnly": `true`,
+	}
+	rejected := []string{"$ref", "$defs", "definitions", "$dynamicRef", "$anchor", "$id", "$schema", "pattern",
+		"patternProperties", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "prefixItems", "contains",
+		"dependentRequired", "dependentSchemas", "unevaluatedItems", "unevaluatedProperties",
+		"contentEncoding", "contentMediaType", "contentSchema",
+		// "Everything else is rejected by name."
+		"$comment", "$dynamicAnchor", "$vocabulary", "minContains", "maxContains", "dependencies", "nullable",
+		"x-kind", "Type", "additionalItems", "Const"}
+	var ok, refused, formats, booleans int
+	for _, pos := range schemaPositions {
+		for kw, val := range allowed {
+			src := pos.wrap(`{"` + kw + `": ` + val + `}`)
+			if _, err := compileText(t, src); err != nil {
+				t.Errorf("%s: %v", src, err)
+				continue
+			}
+			ok++
+		}
+		if _, err := compileText(t, pos.wrap(`{"type": "array", "items": {"type": "string"}, "uniqueItems": true}`)); err != nil {
+			t.Errorf("%s: uniqueItems with one scalar items type: %v", pos.loc, err)
+		}
+		for _, kw := range rejected {
+			for _, val := range []string{`{}`, `"x"`, `true`} {
+				src := pos.wrap(`{"type": "object", "` + kw + `": ` + val + `}`)
+				_, err := compileText(t, src)
+				p, isProblem := err.(*problem)
+				if !isProblem || p.Location != pos.loc+"."+kw || !strings.Contains(p.Message, strconv.Quote(kw)) {
+					t.Errorf("%s: got %v, want a problem at %s.%s naming %q", src, err, pos.loc, kw, kw)
+					continue
+				}
+				refused++
+			}
+		}
+		for _, format := range []string{"email", "date", "time", "uri", "uuid", "ipv4", "duration", "Date-Time", "date-time ", ""} {
+			src := pos.wrap(`{"type": "string", "format": ` + strconv.Quote(format) + `}`)
+			_, err := compileText(t, src)
+			if p, isProblem := err.(*problem); !isProblem || p.Location != pos.loc+".format" || !strings.Contains(p.Message, strconv.Quote(format)) {
+				t.Errorf("%s: got %v, want a problem at %s.format naming %q", src, err, pos.loc, format)
+				continue
+			}
+			formats++
+		}
+		for _, b := range []string{"true", "false"} {
+			if _, err := compileText(t, pos.wrap(b)); err != nil {
+				t.Errorf("boolean schema %s at %s: %v", b, pos.loc, err)
+				continue
+			}
+			booleans++
+		}
+	}
+	n := len(schemaPositions)
+	if ok != n*len(allowed) || refused != n*3*len(rejected) || formats != n*10 || booleans != n*2 {
+		t.Errorf("%d allowed, %d refused, %d formats refused, %d boolean schemas: not every case passed", ok, refused, formats, booleans)
+	}
+	t.Logf("SPEC §5 keyword subset at %d positions: %d allowed keywords compiled, %d rejected keywords and %d formats refused by name, %d boolean schemas",
+		n, ok, refused, formats, booleans)
+}
+
+// TestSchemaKeywordValues checks keyword values as the meta-schema would
+// (SPEC §5): counts are non-negative integers, multipleOf is positive,
+// required and type entries are unique.
+func TestSchemaKeywordValues(t *testing.T) {
+	var passed, total int
+	check := func(src, loc, want string) {
+		t.Helper()
+		total++
+		_, err := compileText(t, src)
+		if want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", src, err)
+				return
+			}
+		} else if p, ok := err.(*problem); !ok || p.Location != loc || !strings.Contains(p.Message, want) {
+			t.Errorf("%s: got %v, want a problem at %s containing %q", src, err, loc, want)
+			return
+		}
+		passed++
+	}
+	for _, kw := range []string{"minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties"} {
+		for _, val := range []string{"0", "7", "2.0", "1e2", "123456789012345678901234567890"} {
+			check(`{"`+kw+`": `+val+`}`, "", "")
+		}
+		for _, val := range []string{"-1", "1.5", "-0.5", `"1"`, "true", "null", "[]", "1e-2"} {
+			check(`{"`+kw+`": `+val+`}`, "schema."+kw, "must be a non-negative integer")
+		}
+	}
+	for _, kw := range []string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} {
+		for _, val := range []string{"0", "-7", "0.25", "-1e300", "9223372036854775808"} {
+			check(`{"`+kw+`": `+val+`}`, "", "")
+		}
+		for _, val := range []string{`"1"`, "true", "null", "[1]", "{}"} {
+			check(`{"`+kw+`": `+val+`}`, "schema."+kw, "must be a number")
+		}
+	}
+	for _, val := range []string{"1", "0.1", "1e-300", "7"} {
+		check(`{"multipleOf": `+val+`}`, "", "")
+	}
+	for _, val := range []string{"0", "-1", "-0.1", "0e5"} {
+		check(`{"multipleOf": `+val+`}`, "schema.multipleOf", "greater than 0")
+	}
+	check(`{"multipleOf": "2"}`, "schema.multipleOf", "must be a number")
+	check(`{"required": []}`, "", "")
+	check(`{"required": ["a", "b"]}`, "", "")
+	check(`{"required": ["a", "a"]}`, "schema.required[1]", "twice")
+	check(`{"required": "a"}`, "schema.required", "array of strings")
+	check(`{"type": ["string", "null"]}`, "", "")
+	check(`{"type": ["null", "boolean", "integer", "number", "string", "array", "object"]}`, "", "")
+	check(`{"type": ["string", "string"]}`, "schema.type", "twice")
+	check(`{"type": "int"}`, "schema.type", "seven type names")
+	check(`{"type": "String"}`, "schema.type", "seven type names")
+	check(`{"type": []}`, "schema.type", "empty")
+	check(`{"type": 7}`, "schema.type", "seven type names")
+	for _, kw := range []string{"uniqueItems", "deprecated", "readOnly", "writeOnly"} {
+		check(`{"`+kw+`": "yes"}`, "schema."+kw, "must be a boolean")
+	}
+	for _, kw := range []string{"title", "description", "format"} {
+		check(`{"`+kw+`": 1}`, "schema."+kw, "must be a string")
+	}
+	check(`{"enum": {}}`, "schema.enum", "must be an array")
+	check(`{"examples": {}}`, "schema.examples", "must be an array")
+	if passed != total {
+		t.Errorf("%d of %d keyword values as expected", passed, total)
+	}
+	t.Logf("SPEC §5 keyword values: %d of %d cases as expected", passed, total)
+}
+
+// TestSchemaBounds checks SPEC §5's per-schema bounds, 64 KiB, depth 16
+// and 2,048 values, from both sides, on a schema read inside a manifest.
+func TestSchemaBounds(t *testing.T) {
+	// {"description":""} is 18 bytes; {"examples":[…]} is 2 values and depth 2.
+	for _, c := range []struct {
+		name, src, want string
+	}{
+		{"65536 bytes", `{"description":"` + strings.Repeat("x", 65536-18) + `"}`, ""},
+		{"65537 bytes", `{"description":"` + strings.Repeat("x", 65537-18) + `"}`, "than 65536"},
+		{"depth 16", `{"examples":` + nested(15) + `}`, ""},
+		{"depth 17", `{"examples":` + nested(16) + `}`, "nesting deeper than 16"},
+		{"2048 values", `{"examples":` + zeros(2046) + `}`, ""},
+		{"2049 values", `{"examples":` + zeros(2047) + `}`, "more than 2048 values"},
+	} {
+		_, err := compileText(t, c.src)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
 func TestDecodeKeepsNumbersAndOrder(t *testing.T) {
 	in := `{"z":1,"a":[12345678901234567890123,1.50,-0,1E+2],"s":"\u00e9\n\"","n":null,"t":true}`
 	v, err := decode([]byte(in), instanceLimits)

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -88,12 +86,21 @@ func connect(t testing.TB, b *bridge, version string, opts *mcp.ClientOptions) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cs.Close(); ss.Wait() })
+	t.Cleanup(func() {
+		cs.Close()
+		ended := make(chan struct{})
+		go func() { ss.Wait(); close(ended) }()
+		select {
+		case <-ended:
+		case <-time.After(10 * time.Second):
+			t.Errorf("the server session did not end 10 s after the client closed it: a tool handler never returned")
+		}
+	})
 	return cs
 }
 
-func newBridge(f *fakeNetBox, allowMutations bool) *bridge {
-	return &bridge{client: testClient(f.t, f.config()), policy: writePolicy{all: allowMutations}, confirm: "auto"}
+func newBridge(f *fakeNetBox, allowMutations bool, edits ...func(*config)) *bridge {
+	return &bridge{client: f.client(edits...), policy: writePolicy{all: allowMutations}, confirm: "auto"}
 }
 
 // result is a tool result with its structured content decoded.
@@ -206,18 +213,14 @@ func TestListTools(t *testing.T) {
 	for _, v := range protocolVersions {
 		cs := connect(t, newBridge(f, false), v, nil)
 		all := call(t, cs, "plugin_list_tools", map[string]any{})
-		tools, _ := all.doc["tools"].([]any)
-		var names []string
-		for _, tl := range tools {
-			names = append(names, tl.(map[string]any)["qualified_name"].(string))
-		}
-		if all.isError || !slices.Equal(names, []string{"inv.create", "inv.peek", "inv.purge", "inv.search"}) {
+		cat := decodeCatalog(t, []byte(all.text))
+		if names := cat.names(); all.isError || !slices.Equal(names, []string{"inv.create", "inv.peek", "inv.purge", "inv.search"}) {
 			t.Fatalf("%q: %v %+v", v, names, all)
 		}
-		problems, _ := all.doc["problems"].([]any)
-		if len(problems) != 1 || problems[0].(map[string]any)["plugin"] != "broken" || all.doc["schema_version"] != "1" {
-			t.Fatalf("%q: problems %v", v, problems)
+		if len(cat.Problems) != 1 || cat.Problems[0].Plugin != "broken" || cat.SchemaVersion != "1" {
+			t.Fatalf("%q: problems %v", v, cat.Problems)
 		}
+		tools := all.doc["tools"].([]any)
 		first := tools[0].(map[string]any)
 		if first["request_path"] != recordsPath || first["plugin"] != "inv" || first["method"] != "POST" {
 			t.Errorf("%q: descriptor %v", v, first)
@@ -227,7 +230,7 @@ func TestListTools(t *testing.T) {
 		}
 
 		one := call(t, cs, "plugin_list_tools", map[string]any{"plugin": "inv"})
-		if one.isError || len(one.doc["tools"].([]any)) != 4 || len(one.doc["problems"].([]any)) != 0 {
+		if cat := decodeCatalog(t, []byte(one.text)); one.isError || len(cat.Tools) != 4 || len(cat.Problems) != 0 {
 			t.Fatalf("%q: list one: %+v", v, one)
 		}
 		wantError(t, call(t, cs, "plugin_list_tools", map[string]any{"plugin": "broken"}), "discovery_failed", false)
@@ -238,7 +241,20 @@ func TestListTools(t *testing.T) {
 	}
 }
 
-// lastQuery is the raw query of the last request for path.
+// jsonArgs decodes tool arguments with their number tokens as the client
+// wrote them (7.0 stays 7.0, 1.5e3 stays 1.5e3).
+func jsonArgs(t testing.TB, doc string) map[string]any {
+	t.Helper()
+	var args map[string]any
+	dec := json.NewDecoder(strings.NewReader(doc))
+	dec.UseNumber()
+	if err := dec.Decode(&args); err != nil {
+		t.Fatal(err)
+	}
+	return args
+}
+
+// lastRequest is the last request the fake saw for path.
 func lastRequest(t testing.TB, f *fakeNetBox, path string) fakeRequest {
 	t.Helper()
 	log := f.requestLog()
@@ -276,12 +292,7 @@ func TestReadQueryEncoding(t *testing.T) {
 		{`{}`, ""},
 	}
 	for _, c := range cases {
-		var args map[string]any
-		dec := json.NewDecoder(strings.NewReader(c.args))
-		dec.UseNumber() // keep 7.0 and 1.5e3 as the client wrote them
-		if err := dec.Decode(&args); err != nil {
-			t.Fatal(err)
-		}
+		args := jsonArgs(t, c.args)
 		r := callInv(t, cs, "search", args)
 		if r.isError || r.doc["status"] != 200.0 {
 			t.Errorf("%s: %+v", c.args, r)
@@ -305,7 +316,7 @@ func TestReadResponses(t *testing.T) {
 	f := newInvNetBox(t)
 	elsewhere := newFakeNetBox(t)
 	cs := connect(t, newBridge(f, false), protocolVersions[0], nil)
-	big := `{"count": 1, "pad": "` + strings.Repeat("x", instanceLimits.bytes) + `"}`
+	big := `{"count": 1, "pad": "` + strings.Repeat("x", specInstanceBytes) + `"}`
 	cases := []struct {
 		name    string
 		status  int
@@ -318,8 +329,12 @@ func TestReadResponses(t *testing.T) {
 		{"valid body", 200, `{"count": 3, "extra": [1]}`, nil, "search", "", func(r result) bool {
 			return r.doc["body"].(map[string]any)["count"] == 3.0 && r.doc["effect"] == "read" && r.doc["tool"] == "search"
 		}},
-		{"kept headers", 200, `{"count": 0}`, map[string]string{"X-Request-ID": "abc", "ETag": `"v1"`, "Set-Cookie": "s=1", "X-Internal": "no", "Retry-After": "5"}, "search", "", func(r result) bool {
-			return jsonSame(r.doc["headers"], map[string]any{"Content-Type": "application/json", "X-Request-ID": "abc", "ETag": `"v1"`, "Retry-After": "5"})
+		{"kept headers", 200, `{"count": 0}`, map[string]string{"Location": searchPath + "1/", "X-Request-ID": "abc", "API-Version": "4.2",
+			"ETag": `"v1"`, "Last-Modified": "Wed, 02 Dec 2026 08:00:00 GMT", "Retry-After": "5", "Allow": "GET, HEAD, OPTIONS",
+			"Set-Cookie": "s=1", "X-Internal": "no", "Vary": "Accept", "Cache-Control": "private", "Server": "nginx", "Www-Authenticate": "Token"}, "search", "", func(r result) bool {
+			// SPEC §9: exactly these eight when present, under its names; never Set-Cookie.
+			return jsonSame(r.doc["headers"], map[string]any{"Content-Type": "application/json", "Location": searchPath + "1/", "X-Request-ID": "abc",
+				"API-Version": "4.2", "ETag": `"v1"`, "Last-Modified": "Wed, 02 Dec 2026 08:00:00 GMT", "Retry-After": "5", "Allow": "GET, HEAD, OPTIONS"})
 		}},
 		{"output schema fails", 200, `{"count": -1}`, nil, "search", "response_invalid", func(r result) bool {
 			return strings.Contains(r.text, "body.count: -1 is less than minimum 0") && r.errorField("body") == nil
@@ -467,15 +482,11 @@ func TestWriteOutcomes(t *testing.T) {
 func TestWriteRefusedBeforeSending(t *testing.T) {
 	f := newInvNetBox(t)
 	b := newBridge(f, true)
-	closed, _ := net.Listen("tcp", "127.0.0.1:0")
-	refused := closed.Addr().String()
-	closed.Close()
+	refused := strings.TrimPrefix(refusedURL(t), "http://")
 	var discovered atomic.Int32
-	f.locked(func() {
-		f.before = func(r *http.Request) {
-			if r.Method == http.MethodGet {
-				discovered.Add(1)
-			}
+	f.setBefore(func(r *http.Request) {
+		if r.Method == http.MethodGet {
+			discovered.Add(1)
 		}
 	})
 	tr := b.client.http.Transport.(*http.Transport)
@@ -527,6 +538,43 @@ func TestInvalidArgumentsSendNothing(t *testing.T) {
 	wantError(t, r, "invalid_request", false)
 }
 
+// TestArgumentBounds: SPEC §5 bounds arguments as an instance, 256 KiB,
+// depth 32 and 10,000 values; at each bound a call goes through, one past
+// it the arguments are refused before anything is sent.
+func TestArgumentBounds(t *testing.T) {
+	f := newInvNetBox(t)
+	anything := toolSpec{Name: "put", Title: "Put", Description: "Store anything.", Method: "PUT", Path: "any/", Effect: "write",
+		InputSchema: json.RawMessage(`{"type": "object", "additionalProperties": false, "properties": {"x": true}}`)}
+	f.addPlugin("store", anything)
+	cs := connect(t, newBridge(f, true), protocolVersions[0], nil)
+	// The compact arguments {"x":…}: 6 bytes around a string's content,
+	// the object and its member are depth 1 and 2 values.
+	cases := []struct {
+		name string
+		args string
+		ok   bool
+	}{
+		{"262144 bytes", `{"x":"` + strings.Repeat("a", 262144-8) + `"}`, true},
+		{"262145 bytes", `{"x":"` + strings.Repeat("a", 262145-8) + `"}`, false},
+		{"depth 32", `{"x":` + nested(31) + `}`, true},
+		{"depth 33", `{"x":` + nested(32) + `}`, false},
+		{"10000 values", `{"x":` + zeros(9998) + `}`, true},
+		{"10001 values", `{"x":` + zeros(9999) + `}`, false},
+	}
+	for _, c := range cases {
+		r := call(t, cs, "plugin_call_tool", map[string]any{"plugin": "store", "tool": "put", "arguments": jsonArgs(t, c.args), "dry_run": true})
+		switch {
+		case c.ok && (r.isError || r.doc["dry_run"] != true):
+			t.Errorf("%s: %+v", c.name, clip(r.text, 300))
+		case !c.ok && (!r.isError || r.errorField("dispatched") != false || (r.code() != "invalid_arguments" && r.code() != "invalid_request")):
+			t.Errorf("%s: %s, want the arguments refused", c.name, clip(r.text, 300))
+		}
+	}
+	if n := f.requests("/api/plugins/store/any/"); n != 0 {
+		t.Errorf("%d requests reached the target of a dry run", n)
+	}
+}
+
 // TestDiscoveryErrorsSaySafeToRetry: SPEC §9, everything before
 // outcome_unknown is safe to correct and retry, and the message says so.
 func TestDiscoveryErrorsSaySafeToRetry(t *testing.T) {
@@ -536,13 +584,13 @@ func TestDiscoveryErrorsSaySafeToRetry(t *testing.T) {
 		for tool, args := range map[string]map[string]any{"plugin_list_tools": {"plugin": plugin}, "plugin_call_tool": {"plugin": plugin, "tool": "list"}} {
 			r := call(t, cs, tool, args)
 			wantError(t, r, code, false)
-			if !strings.HasSuffix(r.text, safeToRetry) {
+			if !strings.Contains(r.text, "Nothing was sent") || !strings.HasSuffix(r.text, "retry.") {
 				t.Errorf("%s %s: %q does not say it is safe to retry", tool, plugin, r.text)
 			}
 		}
 	}
 	r := call(t, cs, "plugin_list_tools", map[string]any{})
-	if problems := r.doc["problems"].([]any); len(problems) != 1 || strings.Contains(problems[0].(map[string]any)["error"].(string), safeToRetry) {
+	if problems := decodeCatalog(t, []byte(r.text)).Problems; len(problems) != 1 || strings.Contains(problems[0].Error, "retry") {
 		t.Errorf("problems %v", problems)
 	}
 }
@@ -560,7 +608,7 @@ func TestInvalidRequestsSendNothing(t *testing.T) {
 		bad = append(bad, []string{name + ": x"}, []string{name + "=x"})
 	}
 	bad = append(bad, []string{"no separator"}, []string{": empty name"}, []string{"Bad Name: x"}, []string{"X-Ok: bad\x01value"},
-		[]string{"X-Ok: line\r\nX-Evil: 1"}, []string{"cookie=a=b"}, make([]string, 101))
+		[]string{"X-Ok: line\r\nX-Evil: 1"}, []string{"cookie=a=b"}, manyHeaders(101))
 	for _, header := range bad {
 		for _, tool := range []string{"plugin_list_tools", "plugin_call_tool"} {
 			r := call(t, cs, tool, map[string]any{"plugin": "inv", "tool": "search", "header": header})
@@ -581,6 +629,15 @@ func TestInvalidRequestsSendNothing(t *testing.T) {
 	}
 }
 
+// manyHeaders is n valid caller headers; SPEC §9 allows 100.
+func manyHeaders(n int) []string {
+	h := make([]string, n)
+	for i := range h {
+		h[i] = fmt.Sprintf("X-Entry-%d: %d", i, i)
+	}
+	return h
+}
+
 func TestPerCallTokensAndHeaders(t *testing.T) {
 	f := newInvNetBox(t)
 	cs := connect(t, newBridge(f, true), protocolVersions[0], nil)
@@ -588,23 +645,32 @@ func TestPerCallTokensAndHeaders(t *testing.T) {
 		{"abcdefabcdefabcdefabcdefabcdefabcdefabcd", "Token abcdefabcdefabcdefabcdefabcdefabcdefabcd"},
 		{"nbt_key1.secret1", "Bearer nbt_key1.secret1"},
 	} {
-		f.locked(func() { f.token, f.log = c.header, nil })
-		r := callInv(t, cs, "create", map[string]any{"name": "x"}, "token", c.token, "header", []any{"X-Trace: t1", "X-Tenant=blue"})
+		f.setToken(c.header)
+		f.resetLog()
+		trace := "t-" + c.token[:4] // this call's requests, apart from stragglers of the last
+		r := callInv(t, cs, "create", map[string]any{"name": "x"}, "token", c.token, "header", []any{"X-Trace: " + trace, "X-Tenant=blue"})
 		if r.isError {
 			t.Fatalf("%s: %+v", c.token, r)
 		}
-		log := f.requestLog()
+		// The failed call before this one cancelled its manifest request,
+		// which may reach the fake only now: it carries no trace.
+		log := slices.DeleteFunc(f.requestLog(), func(req fakeRequest) bool { return req.header.Get("X-Trace") != trace })
 		if len(log) != 3 {
-			t.Fatalf("%d requests, want root, manifest and target", len(log))
+			t.Fatalf("%d requests with the call's headers, want root, manifest and target: %v", len(log), log)
 		}
 		for _, req := range log {
-			if req.header.Get("Authorization") != c.header || req.header.Get("X-Trace") != "t1" || req.header.Get("X-Tenant") != "blue" {
+			if req.header.Get("Authorization") != c.header || req.header.Get("X-Tenant") != "blue" {
 				t.Errorf("%s %s: headers %v", req.method, req.path, req.header)
 			}
 		}
 		if r := callInv(t, cs, "search", map[string]any{}); r.code() != "discovery_failed" || !strings.Contains(r.text, "HTTP 403") {
 			t.Errorf("the configured token was accepted in place of the per-call one: %+v", r)
 		}
+	}
+	// 100 header entries are allowed, and all of them are sent.
+	r := callInv(t, cs, "search", map[string]any{}, "token", "nbt_key1.secret1", "header", manyHeaders(100))
+	if sent := lastRequest(t, f, searchPath); r.isError || sent.header.Get("X-Entry-0") != "0" || sent.header.Get("X-Entry-99") != "99" {
+		t.Errorf("100 headers: %+v", r)
 	}
 }
 
@@ -706,8 +772,9 @@ func TestCancellationStopsRequests(t *testing.T) {
 	entered, stopped := make(chan struct{}), make(chan struct{})
 	f.handle(searchPath, func(w http.ResponseWriter, r *http.Request) {
 		close(entered)
-		<-r.Context().Done() // the bridge cancelled the request
-		close(stopped)
+		if untilCancelled(r) {
+			close(stopped)
+		}
 	})
 	cs := connect(t, newBridge(f, false), protocolVersions[0], nil)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -717,13 +784,9 @@ func TestCancellationStopsRequests(t *testing.T) {
 			Arguments: map[string]any{"plugin": "inv", "tool": "search"}})
 		done <- err
 	}()
-	<-entered
+	waitFor(t, entered, "the call to reach the target")
 	cancel()
-	select {
-	case <-stopped:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the target request was not cancelled")
-	}
+	waitFor(t, stopped, "the target request to be cancelled")
 	if err := <-done; err == nil {
 		t.Fatal("the cancelled call returned no error")
 	}
@@ -916,7 +979,7 @@ func TestStdioStatelessRequest(t *testing.T) {
 func BenchmarkCallToolRead(b *testing.B) {
 	const latency = 10 * time.Millisecond
 	f := newInvNetBox(b)
-	f.locked(func() { f.latency = latency })
+	f.setLatency(latency)
 	cs := connect(b, newBridge(f, false), protocolVersions[0], nil)
 	args := map[string]any{"plugin": "inv", "tool": "search", "arguments": map[string]any{"q": "x", "limit": 5}}
 	b.ReportAllocs()
@@ -930,149 +993,112 @@ func BenchmarkCallToolRead(b *testing.B) {
 }
 
 // TestHostileNetBox drives plugin_call_tool against a NetBox that misbehaves
-// on purpose. Mutations are off: no case may reach the write target. Each
-// case is bounded in time, and in memory by what the whole process
-// allocated during it (an upper bound of the peak).
+// on purpose (SPEC §11). Mutations are on, and every case that misleads
+// discovery calls the write tool, so a hostile discovery that got through
+// would dispatch a write that the counter sees: such cases must count none,
+// and a write whose answer is hostile must count exactly one. Each case is
+// bounded in time, and in memory by what the whole process allocated during
+// it (an upper bound of the peak).
 func TestHostileNetBox(t *testing.T) {
-	var gzipMember bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&gzipMember, gzip.BestCompression)
-	zw.Write(make([]byte, 1<<20))
-	zw.Close()
-	filler := bytes.Repeat([]byte("[0],"), 4<<10)
-	serveRaw := func(body func(w http.ResponseWriter)) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) { body(w) }
+	const manifestPath, rootPath = "/api/plugins/inv/mcp/", "/api/plugins/inv/"
+	type hostileCase struct {
+		name   string
+		setup  func(f, other *fakeNetBox)
+		tool   string
+		code   string
+		want   string
+		writes int32 // writes the target must see
+		sent   bool  // SPEC §9's dispatched: the target request was sent
 	}
-	manifest := func(f *fakeNetBox, h http.HandlerFunc) { f.handle("/api/plugins/inv/mcp/", h) }
-	target := func(f *fakeNetBox, h http.HandlerFunc) { f.handle(searchPath, h) }
-	cases := []struct {
-		name  string
-		setup func(f *fakeNetBox, other *fakeNetBox)
-		tool  string
-		code  string
-		want  string
-	}{
+	cases := []hostileCase{
 		{"manifest link to another origin", func(f, other *fakeNetBox) {
 			f.plugin("inv", func(p *fakePlugin) {
 				p.root = `{"mcp": {"schema_version": "1", "manifest": "` + other.URL + `/api/plugins/inv/mcp/"}}`
 			})
-		}, "create", "discovery_failed", "X-Forwarded-Proto"},
-		{"manifest outside the namespace", func(f, _ *fakeNetBox) {
+		}, "create", "discovery_failed", "X-Forwarded-Proto", 0, false},
+		{"manifest link outside the namespace", func(f, _ *fakeNetBox) {
 			f.plugin("inv", func(p *fakePlugin) {
 				p.root = `{"mcp": {"schema_version": "1", "manifest": "/api/plugins/other/mcp/"}}`
 			})
-		}, "search", "discovery_failed", "is not /api/plugins/inv/mcp/"},
+		}, "create", "discovery_failed", "is not /api/plugins/inv/mcp/", 0, false},
+		{"manifest link with a dot-dot segment", func(f, _ *fakeNetBox) {
+			f.plugin("inv", func(p *fakePlugin) {
+				p.root = `{"mcp": {"schema_version": "1", "manifest": "/api/plugins/other/../inv/mcp/"}}`
+			})
+		}, "create", "discovery_failed", "empty, . or .. segment", 0, false},
 		{"manifest of another plugin", func(f, _ *fakeNetBox) {
-			f.plugin("inv", func(p *fakePlugin) { p.manifest = manifestJSON("other", searchTool) })
-		}, "search", "discovery_failed", `declares plugin "other"`},
-		{"4 GiB Content-Length", func(f, _ *fakeNetBox) {
-			target(f, serveRaw(func(w http.ResponseWriter) {
-				w.Header().Set("Content-Length", strconv.FormatInt(4<<30, 10))
-				for range 1 << 16 {
-					if _, err := w.Write(filler); err != nil {
-						return
-					}
-				}
-			}))
-		}, "search", "response_invalid", "Content-Length 4294967296"},
-		{"1 GiB gzip bomb", func(f, _ *fakeNetBox) {
-			target(f, serveRaw(func(w http.ResponseWriter) {
-				w.Header().Set("Content-Encoding", "gzip")
-				for range 1024 {
-					if _, err := w.Write(gzipMember.Bytes()); err != nil {
-						return
-					}
-				}
-			}))
-		}, "search", "response_invalid", "more than 262144 bytes"},
-		{"endless chunked manifest", func(f, _ *fakeNetBox) {
-			manifest(f, serveRaw(func(w http.ResponseWriter) {
-				for range 1 << 20 {
-					if _, err := w.Write(filler); err != nil {
-						return
-					}
-				}
-			}))
-		}, "search", "discovery_failed", "more than 262144 bytes"},
-		{"stalled body", func(f, _ *fakeNetBox) {
-			target(f, func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Length", "100")
-				io.WriteString(w, `{"count":`)
-				w.(http.Flusher).Flush()
-				<-r.Context().Done()
-			})
-		}, "search", "response_invalid", "timed out after 1s"},
-		{"10,000-deep array", func(f, _ *fakeNetBox) {
-			target(f, serveRaw(func(w http.ResponseWriter) {
-				io.WriteString(w, `{"count": 1, "x": `+strings.Repeat("[", 10000)+strings.Repeat("]", 10000)+"}")
-			}))
-		}, "search", "response_invalid", "nesting deeper than 32"},
-		{"100,000 tiny values", func(f, _ *fakeNetBox) {
-			manifest(f, serveRaw(func(w http.ResponseWriter) {
-				io.WriteString(w, "["+strings.Repeat("0,", 99999)+"0]")
-			}))
-		}, "search", "discovery_failed", "more than 12000 values"},
-		{"duplicate keys", func(f, _ *fakeNetBox) {
-			target(f, serveRaw(func(w http.ResponseWriter) { io.WriteString(w, `{"count": 1, "count": 1000}`) }))
-		}, "search", "response_invalid", `duplicate key "count"`},
-		{"5,000-digit number", func(f, _ *fakeNetBox) {
-			target(f, serveRaw(func(w http.ResponseWriter) { io.WriteString(w, `{"count": `+strings.Repeat("9", 5000)+`}`) }))
-		}, "search", "response_invalid", "number token longer than 1000 characters"},
-		{"invalid UTF-8", func(f, _ *fakeNetBox) {
-			target(f, serveRaw(func(w http.ResponseWriter) { io.WriteString(w, "{\"count\": 1, \"x\": \"\xc3\x28\"}") }))
-		}, "search", "response_invalid", "invalid UTF-8"},
-		{"redirected read", func(f, other *fakeNetBox) {
-			target(f, func(w http.ResponseWriter, r *http.Request) {
-				http.Redirect(w, r, other.URL+searchPath, http.StatusFound)
-			})
-		}, "search", "response_invalid", "redirects are never followed"},
-		{"redirected manifest", func(f, other *fakeNetBox) {
-			manifest(f, func(w http.ResponseWriter, r *http.Request) {
-				http.Redirect(w, r, other.URL+"/api/plugins/inv/mcp/", http.StatusTemporaryRedirect)
-			})
-		}, "create", "discovery_failed", "redirects are never followed"},
+			f.plugin("inv", func(p *fakePlugin) { p.manifest = manifestJSON("other", createTool, searchTool) })
+		}, "create", "discovery_failed", `declares plugin "other"`, 0, false},
 	}
+	// Every hostile body where discovery reads it, and as a read's and a
+	// write's answer.
+	for _, h := range hostileBodies {
+		serve := func(path, doc string) func(f, other *fakeNetBox) {
+			return func(f, other *fakeNetBox) {
+				if doc == "" {
+					doc = f.body(path) // what the fake would have served
+				}
+				f.handle(path, func(w http.ResponseWriter, r *http.Request) { h.serve(w, r, doc, other.URL+path) })
+			}
+		}
+		cases = append(cases,
+			hostileCase{"root: " + h.name, serve(rootPath, ""), "create", "discovery_failed", h.want(rootBounds), 0, false},
+			hostileCase{"manifest: " + h.name, serve(manifestPath, ""), "create", "discovery_failed", h.want(manifestBounds), 0, false},
+			hostileCase{"read: " + h.name, serve(searchPath, `{"count": 2}`), "search", "response_invalid", h.want(targetBounds), 0, true},
+			hostileCase{"write: " + h.name, serve(recordsPath, `{"id": 7}`), "create", "outcome_unknown", h.want(targetBounds), 1, true})
+	}
+	var passed int
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f, other := newInvNetBox(t), newFakeNetBox(t)
 			f.addListEntry("escape", `"{base}/api/users/"`) // a root link out of /api/plugins/: a problem of its own
+			// The other origin serves what a followed link or redirect would find.
 			other.addPlugin("inv", createTool, searchTool)
-			var writes atomic.Int32
-			f.handle(recordsPath, func(w http.ResponseWriter, r *http.Request) { writes.Add(1) })
+			other.handle(searchPath, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, `{"count": 2}`, false) })
+			other.handle(recordsPath, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 201, `{"id": 7}`, false) })
+			var writes atomic.Int32 // requests of any method but GET and HEAD, on any path
+			f.setBefore(func(r *http.Request) {
+				if r.Method != http.MethodGet && r.Method != http.MethodHead {
+					writes.Add(1)
+				}
+			})
 			c.setup(f, other)
-			b := newBridge(f, false)
-			b.client.timeout = time.Second
-			cs := connect(t, b, protocolVersions[0], nil)
-			start := time.Now()
+			cs := connect(t, newBridge(f, true, withTimeout(500*time.Millisecond)), protocolVersions[0], nil)
 			args := map[string]any{}
 			if c.tool == "create" {
 				args["name"] = "x"
 			}
 			var r result
+			start := time.Now()
 			alloc := allocatedDuring(func() { r = callInv(t, cs, c.tool, args) })
 			if elapsed := time.Since(start); elapsed > 10*time.Second {
 				t.Errorf("took %v", elapsed)
 			}
-			if r.code() != c.code || !strings.Contains(r.text, c.want) {
-				t.Errorf("got %s: %s; want %s containing %q", r.code(), r.text, c.code, c.want)
+			if r.code() != c.code || !strings.Contains(r.text, c.want) || r.errorField("dispatched") != c.sent {
+				t.Errorf("got %s (dispatched %v): %s; want %s containing %q", r.code(), r.errorField("dispatched"), r.text, c.code, c.want)
 			}
 			if alloc > 32<<20 {
 				t.Errorf("allocated %d MiB", alloc>>20)
 			}
-			list := call(t, cs, "plugin_list_tools", map[string]any{})
-			if problems, _ := list.doc["problems"].([]any); !slices.ContainsFunc(problems, func(p any) bool {
-				return p.(map[string]any)["plugin"] == "escape" && strings.Contains(p.(map[string]any)["error"].(string), "is not a plugin API root")
+			if n := writes.Load(); n != c.writes || other.totalRequests() != 0 {
+				t.Errorf("%d writes dispatched (want %d), %d requests to the other origin", n, c.writes, other.totalRequests())
+			}
+			cat := decodeCatalog(t, []byte(call(t, cs, "plugin_list_tools", map[string]any{}).text))
+			if !slices.ContainsFunc(cat.Problems, func(p scanProblem) bool {
+				return p.Plugin == "escape" && strings.Contains(p.Error, "is not a plugin API root")
 			}) {
-				t.Errorf("the escaping root link is not a problem: %v", list.doc["problems"])
+				t.Errorf("the escaping root link is not a problem: %v", cat.Problems)
 			}
 			if f.requests("/api/users/") != 0 {
 				t.Error("the escaping root link was fetched")
 			}
-			if writes.Load() != 0 || other.totalRequests() != 0 {
-				t.Errorf("%d writes dispatched, %d requests to the other host", writes.Load(), other.totalRequests())
+			if !t.Failed() {
+				passed++
 			}
 			t.Logf("hostile: %s: %s, %d KiB allocated", c.name, c.code, alloc>>10)
 		})
 	}
+	t.Logf("hostile: %d of %d hostile NetBox cases refused without an unwanted write", passed, len(cases))
 }
 
 // ---- write policy: allow-list, confirmation, audit (SPEC §13) ----
