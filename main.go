@@ -717,6 +717,7 @@ const (
 	httpBodyLimit = 4 << 20
 	httpInFlight  = 64
 	drainTimeout  = 30 * time.Second
+	slotGrace     = 250 * time.Millisecond
 )
 
 // serveHTTP serves MCP streamable HTTP at /mcp, stateless, until ctx ends,
@@ -817,10 +818,15 @@ func httpHandler(server *mcp.Server, bearer string, logger *slog.Logger) http.Ha
 			http.Error(w, "an Authorization header with a valid token is required", http.StatusUnauthorized)
 			return
 		}
+		// A request that finds every slot taken waits a moment for one: a
+		// slot is given back only after the SDK has finished with a
+		// response its client may already hold.
+		wait := time.NewTimer(slotGrace)
+		defer wait.Stop()
 		select {
 		case inFlight <- struct{}{}:
 			defer func() { <-inFlight }()
-		default:
+		case <-wait.C:
 			w.Header().Set("Retry-After", "1")
 			http.Error(w, "too many requests in flight; retry in a second", http.StatusServiceUnavailable)
 			return

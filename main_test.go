@@ -1720,7 +1720,7 @@ func floorClient(base string, plugins int) error {
 }
 
 // catalogAuth is the Authorization the catalog server requires.
-const catalogAuth = "Token 0123456789abcdef0123456789abcdef0cata0000"
+const catalogAuth = "Token 0123456789abcdef0123456789abcdef0cata000" // 40 characters: a caller may send it over HTTP
 
 func catalogSlug(i int) string { return fmt.Sprintf("p%03d", i) }
 
@@ -2942,7 +2942,7 @@ func TestHTTPNoConfirmation(t *testing.T) {
 }
 
 // freeAddr is a loopback address nobody listens on yet.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -2953,7 +2953,7 @@ func freeAddr(t *testing.T) string {
 
 // startHTTPServe starts the release binary's serve with args and env, and
 // waits until addr answers /healthz.
-func startHTTPServe(t *testing.T, env []string, addr string, client *http.Client, scheme string, args ...string) (*exec.Cmd, *syncBuffer) {
+func startHTTPServe(t testing.TB, env []string, addr string, client *http.Client, scheme string, args ...string) (*exec.Cmd, *syncBuffer) {
 	t.Helper()
 	cmd := exec.Command(releaseBinary(t), append([]string{"serve", "--http", addr}, args...)...)
 	cmd.Env = append(env, "HOME="+t.TempDir(), "PATH="+os.Getenv("PATH"))
@@ -3157,4 +3157,81 @@ func TestHTTPServeDrain(t *testing.T) {
 	if strings.Count(warn.String(), "tokens cross the network in clear unless TLS terminates in front") != 1 {
 		t.Errorf("listening on :0 without TLS:\n%s", warn.String())
 	}
+}
+
+// vmHWM is a process's peak resident set in bytes.
+func vmHWM(t testing.TB, pid int) int64 {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(status)) {
+		if kb, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB")), 10, 64)
+			return n << 10
+		}
+	}
+	t.Fatalf("no VmHWM in %s", status)
+	return 0
+}
+
+// BenchmarkHTTPLoad (SPEC §14): 64 concurrent HTTP clients, 50 read calls
+// each, through one serve --http process, against a NetBox with 10 ms of
+// latency per request. Every call must succeed; the figures are a report:
+// calls/s, p50 and p99 latency, and the process's peak RSS.
+func BenchmarkHTTPLoad(b *testing.B) {
+	const clients, calls = 64, 50
+	s := newCatalogServer(b, 10*time.Millisecond, 1, benchManifest)
+	addr := freeAddr(b)
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + b.TempDir(), "NETBOX_URL=" + s.base}
+	cmd, _ := startHTTPServe(b, env, addr, http.DefaultClient, "http")
+	transport := &http.Transport{MaxIdleConnsPerHost: clients}
+	for b.Loop() {
+		sessions := make([]*mcp.ClientSession, clients)
+		for i := range sessions {
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "load", Version: "1"}, nil).Connect(context.Background(),
+				&mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", HTTPClient: &http.Client{Transport: &authTLS{catalogAuth, transport}}},
+				&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			sessions[i] = cs
+		}
+		latencies := make([]time.Duration, 0, clients*calls)
+		var mu sync.Mutex
+		var failed atomic.Int32
+		var wg sync.WaitGroup
+		start := time.Now()
+		for _, cs := range sessions {
+			wg.Go(func() {
+				for range calls {
+					t0 := time.Now()
+					res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "plugin_call_tool",
+						Arguments: map[string]any{"plugin": "p000", "tool": "list_reports", "arguments": map[string]any{"limit": 5}}})
+					if err != nil || res.IsError {
+						if failed.Add(1) == 1 {
+							b.Logf("first failure: %v %+v", err, res)
+						}
+						continue
+					}
+					mu.Lock()
+					latencies = append(latencies, time.Since(t0))
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		elapsed := time.Since(start)
+		for _, cs := range sessions {
+			cs.Close()
+		}
+		if n := failed.Load(); n > 0 {
+			b.Fatalf("%d of %d calls failed or were lost", n, clients*calls)
+		}
+		slices.Sort(latencies)
+		b.ReportMetric(float64(len(latencies))/elapsed.Seconds(), "calls/s")
+		b.ReportMetric(float64(latencies[len(latencies)/2].Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(latencies[len(latencies)*99/100].Microseconds())/1000, "p99-ms")
+	}
+	b.ReportMetric(float64(vmHWM(b, cmd.Process.Pid))/(1<<20), "peak-RSS-MiB")
 }
