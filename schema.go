@@ -102,14 +102,11 @@ type scanner struct {
 	lim         limits
 	scratch     []byte
 
-	// Decoding state: containers under construction and the arenas their
-	// copies are cut from, interned keys, and the document as a string.
-	members      []member
-	elements     []value
-	memberArena  arena[member]
-	elementArena arena[value]
-	keys         map[string]string
-	text         string
+	// Decoding state: the arenas containers are cut from, and the document
+	// as a string.
+	members  []member
+	elements []value
+	text     string
 }
 
 func newScanner(data []byte, lim limits) (scanner, error) {
@@ -209,29 +206,6 @@ func (sc *scanner) more(end byte, first bool) (bool, error) {
 		sc.skipSpace()
 	}
 	return true, nil
-}
-
-// key reads a checked object key and the colon after it. Keys repeat in a
-// document ("type", "properties", …), so they are interned.
-func (sc *scanner) key() string {
-	sc.peek()
-	raw, esc, _, _ := sc.str()
-	sc.peek()
-	sc.pos++ // the colon
-	if esc {
-		return sc.unescape(raw)
-	}
-	if k, ok := sc.keys[string(raw)]; ok {
-		return k
-	}
-	if sc.keys == nil {
-		sc.keys = make(map[string]string)
-	}
-	k := string(raw)
-	if len(sc.keys) < 1024 {
-		sc.keys[k] = k
-	}
-	return k
 }
 
 // literal consumes true, false or null.
@@ -442,7 +416,12 @@ func mantissa(tok []byte) []byte {
 }
 
 // decode reads one strict JSON document into a value tree. The validator's
-// strict pass checks it first, so building the tree needs no checks.
+// strict pass checks it first and records each container's size, so
+// building the tree needs no checks. The tree is cheap: its strings and
+// number tokens share one copy of the document, and its containers are cut
+// from two arrays of the exact size. So any part of it keeps all of it
+// alive; what outlives the document (a compiled schema, a tool) copies what
+// it keeps (see detach).
 func decode(data []byte, lim limits) (value, error) {
 	checked, err := newScanner(data, lim)
 	if err == nil {
@@ -455,90 +434,50 @@ func decode(data []byte, lim limits) (value, error) {
 	if e, ok := err.(*syntaxError); ok {
 		return value{}, e.at("")
 	}
-	// Every value but the top-level one is a member or an element: the
-	// arenas get their exact sizes, and each container its size in order.
-	sc := scanner{data: data, text: string(data), sizes: checked.sizes}
-	sc.memberArena.free = make([]member, checked.memberCount)
-	sc.elementArena.free = make([]value, checked.values-1-checked.memberCount)
+	// Every value but the top-level one is a member or an element.
+	sc := scanner{data: data, text: string(data), sizes: checked.sizes,
+		members: make([]member, checked.memberCount), elements: make([]value, checked.values-1-checked.memberCount)}
 	return sc.build(), nil
 }
 
-// build reads a document that validate has accepted into a value tree. The
-// tree is cheap: its strings and number tokens share one copy of the
-// document, and its containers are cut from a few arenas. So any part of it
-// keeps all of it alive; what outlives the document (a compiled schema, a
-// tool) copies what it keeps (see detach).
+// build reads a document that is already known to be valid, within the
+// bounds it was checked against.
 func build(data []byte) value {
-	s := scanner{data: data, text: string(data)}
-	return s.build()
+	v, _ := decode(data, limits{bytes: len(data), depth: math.MaxInt, values: math.MaxInt})
+	return v
 }
 
-// build reads a value that validate has accepted. When validate recorded
-// the containers' sizes (decode), each container is cut from its arena at
-// its size and filled in place; otherwise its children collect on stacks
-// shared by every level and are copied out once, at their exact size.
+// build reads a value that decode's strict pass has accepted.
 func (sc *scanner) build() value {
 	switch c := sc.peek(); c {
-	case '{':
+	case '{', '[':
 		sc.pos++
-		if sc.sizes != nil {
-			obj := sc.memberArena.alloc(sc.size())
-			for i := range obj {
-				if i > 0 {
-					sc.peek()
-					sc.pos++ // the comma
-				}
+		n := int(sc.sizes[sc.nextSize])
+		sc.nextSize++
+		v := value{kind: kindArray}
+		if c == '{' {
+			v = value{kind: kindObject, obj: sc.members[:n:n]}
+			sc.members = sc.members[n:]
+		} else {
+			v.arr, sc.elements = sc.elements[:n:n], sc.elements[n:]
+		}
+		for i := range n {
+			if i > 0 {
 				sc.peek()
-				obj[i].key = sc.buildString()
-				sc.peek()
-				sc.pos++ // the colon
-				obj[i].val = sc.build()
+				sc.pos++ // the comma
+			}
+			if c == '[' {
+				v.arr[i] = sc.build()
+				continue
 			}
 			sc.peek()
-			sc.pos++
-			return value{kind: kindObject, obj: obj}
-		}
-		mark := len(sc.members)
-		for sc.peek() != '}' {
-			if sc.data[sc.pos] == ',' {
-				sc.pos++
-				sc.skipSpace()
-			}
-			k := sc.buildString()
+			v.obj[i].key = sc.buildString()
 			sc.peek()
 			sc.pos++ // the colon
-			m := sc.build()
-			sc.members = append(sc.members, member{k, m})
+			v.obj[i].val = sc.build()
 		}
+		sc.peek()
 		sc.pos++
-		v := value{kind: kindObject, obj: sc.memberArena.take(sc.members[mark:])}
-		sc.members = sc.members[:mark]
-		return v
-	case '[':
-		sc.pos++
-		if sc.sizes != nil {
-			arr := sc.elementArena.alloc(sc.size())
-			for i := range arr {
-				if i > 0 {
-					sc.peek()
-					sc.pos++ // the comma
-				}
-				arr[i] = sc.build()
-			}
-			sc.peek()
-			sc.pos++
-			return value{kind: kindArray, arr: arr}
-		}
-		mark := len(sc.elements)
-		for sc.peek() != ']' {
-			if sc.data[sc.pos] == ',' {
-				sc.pos++
-			}
-			sc.elements = append(sc.elements, sc.build())
-		}
-		sc.pos++
-		v := value{kind: kindArray, arr: sc.elementArena.take(sc.elements[mark:])}
-		sc.elements = sc.elements[:mark]
 		return v
 	case '"':
 		return value{kind: kindString, s: sc.buildString()}
@@ -563,50 +502,6 @@ func (sc *scanner) buildString() string {
 	}
 	raw, _, _, _ := sc.str()
 	return sc.unescape(raw)
-}
-
-// arena hands out slices of one backing array until it is used up; each
-// new array is twice as large as the last, so a tree of n containers costs
-// O(log n) allocations.
-type arena[T any] struct {
-	free []T
-	size int // of the last backing array
-}
-
-// alloc returns n zero values, cut from the arena.
-func (a *arena[T]) alloc(n int) []T {
-	if n == 0 {
-		return []T{}
-	}
-	if len(a.free) < n {
-		a.size = max(n, 2*a.size, 16)
-		a.free = make([]T, a.size)
-	}
-	c := a.free[:n:n]
-	a.free = a.free[n:]
-	return c
-}
-
-// size is the size of the next container, which validate recorded.
-func (sc *scanner) size() int {
-	n := sc.sizes[sc.nextSize]
-	sc.nextSize++
-	return int(n)
-}
-
-// take returns a copy of s, cut from the arena.
-func (a *arena[T]) take(s []T) []T {
-	if len(s) == 0 {
-		return []T{}
-	}
-	if len(a.free) < len(s) {
-		a.size = max(len(s), 2*a.size, 16)
-		a.free = make([]T, a.size)
-	}
-	c := a.free[:len(s):len(s)]
-	copy(c, s)
-	a.free = a.free[len(s):]
-	return c
 }
 
 // detach returns a deep copy of v that shares no memory with the document
