@@ -390,14 +390,21 @@ func osEnvironment() environment {
 // secretFileLimit bounds a file that holds a secret.
 const secretFileLimit = 1 << 20
 
-// readPrivate reads a file that holds a secret. Before reading a byte it
-// refuses what another local user could have written or read: a file that is
-// not a regular file (a FIFO would hang, /dev/zero would never end), that
-// group or others may read or write, or that another user owns. Windows has
-// no such modes; there it checks only that the file is regular.
-func readPrivate(path string) ([]byte, error) {
+// readPrivate reads a file that holds a secret (SPEC §2, §14).
+func readPrivate(path string) ([]byte, error) { return readFile(path, secretFileLimit, true) }
+
+// readFile reads a file, or standard input for "-", up to one byte past
+// limit, so that a decoder can tell an oversize document. Before reading a
+// byte it refuses what would never end (a directory, a device such as
+// /dev/zero) and, for a private file that holds a secret, what another
+// local user could have written or read: a file that is not regular (a
+// FIFO), that group or others may read or write, or that another user owns.
+// Windows has no such modes; there a private file need only be regular.
+func readFile(path string, limit int, private bool) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
+	if pe, ok := err.(*fs.PathError); ok {
+		return nil, fmt.Errorf("%s: %w", path, pe.Err)
+	} else if err != nil {
 		return nil, err
 	}
 	defer f.Close()
@@ -407,6 +414,9 @@ func readPrivate(path string) ([]byte, error) {
 	}
 	mode := info.Mode()
 	switch {
+	case !private && mode&(fs.ModeDir|fs.ModeDevice|fs.ModeSocket) != 0:
+		return nil, fmt.Errorf("%s is not a file", path)
+	case !private:
 	case !mode.IsRegular():
 		return nil, fmt.Errorf("%s is not a regular file (%v); point to a regular file", path, mode.Type())
 	case runtime.GOOS == "windows":
@@ -415,9 +425,9 @@ func readPrivate(path string) ([]byte, error) {
 	case fileOwner(info) != os.Getuid():
 		return nil, fmt.Errorf("%s belongs to another user (uid %d); it must be yours", path, fileOwner(info))
 	}
-	data, err := io.ReadAll(io.LimitReader(f, secretFileLimit+1))
-	if err == nil && len(data) > secretFileLimit {
-		err = fmt.Errorf("%s is larger than %d bytes", path, secretFileLimit)
+	data, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	if err == nil && private && len(data) > limit {
+		err = fmt.Errorf("%s is larger than %d bytes", path, limit)
 	}
 	return data, err
 }
@@ -972,7 +982,6 @@ func printable(s string) string {
 type checkProblem struct {
 	File string `json:"file"`
 	problem
-	Tool string `json:"tool,omitempty"` // the name of the tool at Location
 }
 
 // runCheck is the offline contract check for plugin authors.
@@ -1045,13 +1054,8 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer, env envi
 				checked += fmt.Sprintf("; %s for %s", doc.name, o.tool)
 			}
 		}
-		names := manifestToolNames(data)
 		for _, p := range ps {
-			cp := checkProblem{File: file, problem: p}
-			if i, ok := toolIndex(p.Location); ok && i < len(names) {
-				cp.Tool = names[i]
-			}
-			all = append(all, cp)
+			all = append(all, checkProblem{File: file, problem: p})
 			if !o.json {
 				fmt.Fprintf(stdout, "%s: %s\n", file, p.Error())
 			}
@@ -1075,26 +1079,12 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer, env envi
 	return exitOK
 }
 
-// readDocument reads a file, or standard input for "-", up to one byte past
-// limit, so that the decoder can tell an oversize document. It refuses
-// directories and devices (/dev/zero would never end); files and pipes
-// are read.
+// readDocument reads a document to check: a file, or standard input for -.
 func readDocument(path string, limit int, stdin io.Reader) ([]byte, error) {
-	r := stdin
-	if path != "-" {
-		f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-		if pe, ok := err.(*fs.PathError); ok {
-			return nil, fmt.Errorf("%s: %v", path, pe.Err)
-		} else if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		if info, err := f.Stat(); err != nil || info.Mode()&(fs.ModeDir|fs.ModeDevice|fs.ModeSocket) != 0 {
-			return nil, fmt.Errorf("%s is not a file", path)
-		}
-		r = f
+	if path == "-" {
+		return io.ReadAll(io.LimitReader(stdin, int64(limit)+1))
 	}
-	return io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	return readFile(path, limit, false)
 }
 
 // documentArgument reads the value of --arguments or --response: JSON, or
@@ -1113,30 +1103,6 @@ func documentArgument(flagName, value string, stdin io.Reader) ([]byte, error) {
 		}
 	}
 	return []byte(value), nil
-}
-
-// manifestToolNames are the names of a manifest document's tools, "" where one
-// has none, for problems located at tools[i].
-func manifestToolNames(data []byte) []string {
-	doc, _ := decode(data, manifestLimits)
-	tools, _ := doc.get("tools")
-	names := make([]string, len(tools.arr))
-	for i, t := range tools.arr {
-		name, _ := t.get("name")
-		names[i] = name.s
-	}
-	return names
-}
-
-// toolIndex reads i from a location tools[i]….
-func toolIndex(loc string) (int, bool) {
-	rest, ok := strings.CutPrefix(loc, "tools[")
-	end := strings.IndexByte(rest, ']')
-	if !ok || end < 0 {
-		return 0, false
-	}
-	i, err := strconv.Atoi(rest[:end])
-	return i, err == nil
 }
 
 // ---- check --plugin (SPEC §15) ----

@@ -120,16 +120,20 @@ func parseManifest(data []byte) (*manifest, problems) {
 	scratch := make([]byte, 0, min(len(data), 8<<10)) // most descriptors fit
 	for i, tv := range tools.arr {
 		loc := index("tools", i)
+		before := len(ps)
 		t := ps.checkTool(tv, loc, &scratch)
-		if t == nil {
-			continue
+		if t != nil {
+			if j, dup := names[t.name]; dup {
+				ps.add(child(loc, "name"), "tool name %q is already used by tools[%d]", t.name, j)
+			} else {
+				names[t.name] = i
+				m.tools = append(m.tools, t)
+			}
 		}
-		if j, dup := names[t.name]; dup {
-			ps.add(child(loc, "name"), "tool name %q is already used by tools[%d]", t.name, j)
-			continue
+		name, _ := tv.get("name")
+		for j := before; j < len(ps) && name.kind == kindString; j++ {
+			ps[j].Tool = clip(name.s, clipLimit) // beside the index, for authors
 		}
-		names[t.name] = i
-		m.tools = append(m.tools, t)
 	}
 	if len(ps) > 0 {
 		return nil, ps

@@ -817,6 +817,7 @@ type problem struct {
 	Message  string `json:"message"`
 	Line     int    `json:"line,omitempty"` // of a syntax error
 	Column   int    `json:"column,omitempty"`
+	Tool     string `json:"tool,omitempty"` // the name of the manifest's tool at Location
 }
 
 func (p *problem) Error() string {
