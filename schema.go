@@ -504,75 +504,6 @@ func (sc *scanner) buildString() string {
 	return sc.unescape(raw)
 }
 
-// detach returns a deep copy of v that shares no memory with the document
-// it was built from: its strings are one new allocation.
-func detach(v value) value {
-	var b strings.Builder
-	b.Grow(stringBytes(v))
-	collectStrings(&b, v)
-	d := detacher{b.String()}
-	return d.copy(v)
-}
-
-// stringBytes is the length of every string, key and number token in v.
-func stringBytes(v value) int {
-	n := len(v.s)
-	for _, e := range v.arr {
-		n += stringBytes(e)
-	}
-	for _, m := range v.obj {
-		n += len(m.key) + stringBytes(m.val)
-	}
-	return n
-}
-
-// collectStrings writes the strings stringBytes counts, in tree order.
-func collectStrings(b *strings.Builder, v value) {
-	b.WriteString(v.s)
-	for _, e := range v.arr {
-		collectStrings(b, e)
-	}
-	for _, m := range v.obj {
-		b.WriteString(m.key)
-		collectStrings(b, m.val)
-	}
-}
-
-// detacher copies a tree, taking its strings in order from the front of
-// text.
-type detacher struct{ text string }
-
-func (d *detacher) take(n int) string {
-	s := d.text[:n]
-	d.text = d.text[n:]
-	return s
-}
-
-func (d *detacher) copy(v value) value {
-	v.s = d.take(len(v.s))
-	if v.arr != nil {
-		arr := make([]value, len(v.arr))
-		for i, e := range v.arr {
-			if e.arr == nil && e.obj == nil {
-				e.s = d.take(len(e.s)) // a scalar, the usual enum value
-				arr[i] = e
-			} else {
-				arr[i] = d.copy(e)
-			}
-		}
-		v.arr = arr
-	}
-	if v.obj != nil {
-		obj := make([]member, len(v.obj))
-		for i, m := range v.obj {
-			obj[i].key = d.take(len(m.key))
-			obj[i].val = d.copy(m.val)
-		}
-		v.obj = obj
-	}
-	return v
-}
-
 // appendJSON appends the compact encoding of v. Number tokens are copied as
 // they were read.
 func appendJSON(b []byte, v value) []byte {
@@ -635,53 +566,7 @@ func appendString(b []byte, s string) []byte {
 }
 
 // encode returns the compact encoding of v.
-func encode(v value) []byte { return appendJSON(make([]byte, 0, encodedLen(v)), v) }
-
-// encodedLen is the length of the compact encoding of v.
-func encodedLen(v value) int {
-	switch v.kind {
-	case kindNull:
-		return len("null")
-	case kindBool:
-		if v.b {
-			return len("true")
-		}
-		return len("false")
-	case kindNumber:
-		return len(v.s)
-	case kindString:
-		return encodedStringLen(v.s)
-	case kindArray:
-		n := 2 + max(len(v.arr)-1, 0) // brackets and commas
-		for _, e := range v.arr {
-			n += encodedLen(e)
-		}
-		return n
-	}
-	n := 2 + max(len(v.obj)-1, 0) // braces and commas
-	for _, m := range v.obj {
-		n += encodedStringLen(m.key) + 1 + encodedLen(m.val)
-	}
-	return n
-}
-
-// encodedStringLen is the length of appendString's encoding of s.
-func encodedStringLen(s string) int {
-	n := len(s) + 2
-	for i := 0; i < len(s); i++ {
-		n += int(escapeGrowth[s[i]])
-	}
-	return n
-}
-
-// escapeGrowth is how many bytes appendString adds to each byte value.
-var escapeGrowth = func() (g [256]uint8) {
-	for c := range 0x20 {
-		g[c] = 5 // \u00XX
-	}
-	g['\n'], g['"'], g['\\'] = 1, 1, 1
-	return g
-}()
+func encode(v value) []byte { return appendJSON(nil, v) }
 
 // clipLimit bounds how much hostile text a message may echo (SPEC §4).
 const clipLimit = 200
@@ -876,8 +761,12 @@ func index(loc string, i int) string { return loc + "[" + strconv.Itoa(i) + "]" 
 // compileSchema compiles v, found at loc, and reports every broken rule,
 // after checking the per-schema bounds on its compact encoding.
 func compileSchema(v value, loc string, ps *problems) *schema {
-	if msg := exceeds(v, schemaLimits); msg != "" {
-		ps.add(loc, "the schema is too large (64 KiB, depth 16 and 2048 values at most): %s", msg)
+	sc, err := newScanner(encode(v), schemaLimits)
+	if err == nil {
+		err = sc.validate(nil, "")
+	}
+	if se, ok := err.(*syntaxError); ok {
+		ps.add(loc, "the schema is too large (64 KiB, depth 16 and 2048 values at most): %s", se.msg)
 		return nil
 	}
 	return compile(v, &location{root: loc, segments: make([]segment, 0, schemaLimits.depth+1)}, ps)
@@ -912,40 +801,6 @@ func (l *location) String() string {
 	return s
 }
 
-// exceeds is what the strict scanner says of v's compact encoding when it
-// breaks lim, found without encoding it: the size first, then the first
-// value, in document order, that is one too many or one level too deep.
-func exceeds(v value, lim limits) string {
-	if n := encodedLen(v); n > lim.bytes {
-		return fmt.Sprintf("document is larger than %d bytes", lim.bytes)
-	}
-	values := 0
-	return firstExcess(v, lim, 0, &values)
-}
-
-func firstExcess(v value, lim limits, depth int, values *int) string {
-	if *values++; *values > lim.values {
-		return fmt.Sprintf("more than %d values", lim.values)
-	}
-	if v.kind != kindArray && v.kind != kindObject {
-		return ""
-	}
-	if depth++; depth > lim.depth {
-		return fmt.Sprintf("nesting deeper than %d", lim.depth)
-	}
-	for _, e := range v.arr {
-		if msg := firstExcess(e, lim, depth, values); msg != "" {
-			return msg
-		}
-	}
-	for _, m := range v.obj {
-		if msg := firstExcess(m.val, lim, depth, values); msg != "" {
-			return msg
-		}
-	}
-	return ""
-}
-
 // compile compiles the schema v found at loc. It lists the subset's
 // keywords (SPEC §5) and checks each value as the meta-schema would; every
 // problem goes to ps.
@@ -970,11 +825,10 @@ func compile(v value, loc *location, ps *problems) *schema {
 			s.types = compileType(val, at, ps)
 		case "enum":
 			if ps.want(m, kindArray, at) {
-				s.enum, s.hasEnum = detach(val).arr, true
+				s.enum, s.hasEnum = val.arr, true
 			}
 		case "const":
-			c := detach(val)
-			s.constant = &c
+			s.constant = &val
 		case "properties":
 			s.compileProperties(val, at, ps)
 		case "required":
@@ -1033,7 +887,7 @@ func compile(v value, loc *location, ps *problems) *schema {
 	for _, r := range required.arr {
 		i, ok := s.propIndex[r.s]
 		if !ok {
-			i = s.addProperty(property{name: strings.Clone(r.s)})
+			i = s.addProperty(property{name: r.s})
 		}
 		s.required = append(s.required, i)
 	}
@@ -1075,7 +929,7 @@ func (s *schema) compileProperties(v value, loc *location, ps *problems) {
 	}
 	for _, m := range v.obj {
 		loc.push(m.key)
-		s.addProperty(property{name: strings.Clone(m.key), schema: compile(m.val, loc, ps), declared: true})
+		s.addProperty(property{name: m.key, schema: compile(m.val, loc, ps), declared: true})
 		loc.pop()
 	}
 }
@@ -1147,7 +1001,7 @@ func numberKeyword(v value, loc *location, ps *problems) *bound {
 		ps.add(loc.String(), "must be a number")
 		return nil
 	}
-	b := &bound{text: strings.Clone(v.s)}
+	b := &bound{text: v.s}
 	if i, err := strconv.ParseInt(v.s, 10, 64); err == nil && len(v.s) <= 18 {
 		b.i64, b.isI64 = i, true // a plain integer token: no exact value needed
 		return b
