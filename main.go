@@ -14,6 +14,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/subtle"
@@ -707,7 +708,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer, env envi
 	defer cancel()
 	server := newMCPServer(b, newLogger(stderr, o.logFormat, slog.LevelWarn))
 	if o.http != "" {
-		return serveHTTP(ctx, &o, env, server, cfg.auth != "", logger, fail)
+		return serveHTTP(ctx, &o, env, server, b, logger, fail)
 	}
 	err = serveStdio(ctx, server, stdin, stdout)
 	switch {
@@ -724,18 +725,26 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer, env envi
 
 // HTTP bounds (SPEC §14).
 const (
-	httpBodyLimit = 4 << 20
-	httpInFlight  = 64
-	drainTimeout  = 30 * time.Second
-	slotGrace     = 250 * time.Millisecond
+	httpBodyLimit  = 4 << 20
+	httpBodyBudget = 8 << 20 // request bodies held at once, process-wide
+	httpInFlight   = 64
+	drainTimeout   = 30 * time.Second
+	slotGrace      = 250 * time.Millisecond
 )
 
 // serveHTTP serves MCP streamable HTTP at /mcp, stateless, until ctx ends,
 // then drains. shared tells the identity mode: true when a NetBox token is
 // configured, so callers must present the MCP bearer token instead of their
 // own NetBox token.
-func serveHTTP(ctx context.Context, o *options, env environment, server *mcp.Server, shared bool, logger *slog.Logger, fail func(string, ...any) int) int {
+func serveHTTP(ctx context.Context, o *options, env environment, server *mcp.Server, b *bridge, logger *slog.Logger, fail func(string, ...any) int) int {
 	var bearer string
+	shared := b.client.auth != ""
+	if !shared && (o.authFile != "" || env.getenv("NETBOX_MCP_AUTH_TOKEN") != "") {
+		logger.Warn("the MCP bearer token is not used: no NetBox token is configured, so each caller must present their own NetBox token")
+	}
+	if !shared && strings.HasPrefix(b.client.base, "http://") {
+		logger.Warn("callers' NetBox tokens go to " + b.client.base + " over plain HTTP, readable on the network; use https://")
+	}
 	if shared {
 		bearer = env.getenv("NETBOX_MCP_AUTH_TOKEN")
 		if o.authFile != "" {
@@ -766,6 +775,13 @@ func serveHTTP(ctx context.Context, o *options, env environment, server *mcp.Ser
 	}
 	srv := &http.Server{Handler: httpHandler(server, bearer, logger), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
 		ErrorLog: log.New(io.Discard, "", 0)}
+	go func() { // a second signal during the drain stops at once
+		<-ctx.Done()
+		again, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		<-again.Done()
+		srv.Close()
+	}()
 	if certs != nil {
 		srv.TLSConfig = &tls.Config{Certificates: certs, MinVersion: tls.VersionTLS12}
 		ln = tls.NewListener(ln, srv.TLSConfig)
@@ -790,12 +806,23 @@ func serveHTTP(ctx context.Context, o *options, env environment, server *mcp.Ser
 	drain, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
 	if err := srv.Shutdown(drain); err != nil {
-		srv.Close() // cancels what remains
+		srv.Close() // cancels what remains; their calls end and write their audit records
+		waitCalls(&b.calls, stopTimeout)
 		logger.Info("stopped; requests still in flight after the drain were cancelled")
 		return exitOK
 	}
 	logger.Info("stopped; every request in flight was answered")
 	return exitOK
+}
+
+// waitCalls waits for the tool calls still running, at most d.
+func waitCalls(calls *sync.WaitGroup, d time.Duration) {
+	done := make(chan struct{})
+	go func() { calls.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+	}
 }
 
 // loopback reports whether a listening host is reachable only from this
@@ -813,6 +840,7 @@ func httpHandler(server *mcp.Server, bearer string, logger *slog.Logger) http.Ha
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
 		&mcp.StreamableHTTPOptions{Stateless: true, MaxRequestBodyBytes: httpBodyLimit})
 	inFlight := make(chan struct{}, httpInFlight)
+	bodies := newGate(httpBodyBudget)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
 	mux.Handle("/mcp", http.NewCrossOriginProtection().Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -828,6 +856,41 @@ func httpHandler(server *mcp.Server, bearer string, logger *slog.Logger) http.Ha
 			http.Error(w, "an Authorization header with a valid token is required", http.StatusUnauthorized)
 			return
 		}
+		busy := func() {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "too many requests in flight; retry in a second", http.StatusServiceUnavailable)
+		}
+		// The body is read before a slot is taken, within a deadline and a
+		// process-wide budget, so that slow or large bodies hold neither
+		// the slots nor unbounded memory.
+		share := r.ContentLength
+		if share < 0 || share > httpBodyLimit {
+			share = httpBodyLimit
+		}
+		share = max(share, minBodyShare)
+		readBy := time.Now().Add(10 * time.Second)
+		http.NewResponseController(w).SetReadDeadline(readBy)
+		ctx, cancel := context.WithDeadline(r.Context(), readBy)
+		defer cancel()
+		if bodies.acquire(ctx, share) != nil {
+			busy()
+			return
+		}
+		defer bodies.release(share)
+		body, err := readBounded(http.MaxBytesReader(w, r.Body, httpBodyLimit), httpBodyLimit, r.ContentLength, nil)
+		var tooLarge *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooLarge):
+			http.Error(w, "the request body is larger than 4 MiB", http.StatusRequestEntityTooLarge)
+			return
+		case err != nil:
+			http.Error(w, "the request body could not be read", http.StatusRequestTimeout)
+			return
+		case bytes.HasPrefix(bytes.TrimLeft(body, " \t\r\n"), []byte("[")):
+			http.Error(w, "JSON-RPC batches are not accepted: send one message per request", http.StatusBadRequest)
+			return
+		}
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 		// A request that finds every slot taken waits a moment for one: a
 		// slot is given back only after the SDK has finished with a
 		// response its client may already hold.
@@ -837,10 +900,10 @@ func httpHandler(server *mcp.Server, bearer string, logger *slog.Logger) http.Ha
 		case inFlight <- struct{}{}:
 			defer func() { <-inFlight }()
 		case <-wait.C:
-			w.Header().Set("Retry-After", "1")
-			http.Error(w, "too many requests in flight; retry in a second", http.StatusServiceUnavailable)
+			busy()
 			return
 		}
+		caller.ctx = r.Context() // the call ends when its HTTP request does
 		mcpHandler.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, caller)))
 	})))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -1002,6 +1065,9 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer, env envi
 		fmt.Fprintf(stderr, "netbox-plugin-bridge check: "+format+"; run 'netbox-plugin-bridge help check'\n", a...)
 		return exitUsage
 	}
+	if _, _, err := loadPolicy(&o, env); err != nil {
+		return fail("%v", err) // a typo in the safety switch is loud everywhere
+	}
 	switch {
 	case o.plugin != "" && (len(files) > 0 || o.tool != "" || o.response != ""):
 		return fail("--plugin checks a plugin live: give no manifest file, --tool or --response")
@@ -1147,6 +1213,9 @@ func runLiveCheck(o *options, stdin io.Reader, stdout, stderr io.Writer, env env
 	c := newClient(cfg)
 	var ps problems
 	m, rootErr, manifestErr := c.selected(ctx, o.plugin, callOptions{})
+	if be := (*bridgeError)(nil); errors.As(rootErr, &be) && be.Code == "invalid_request" {
+		return fail("%v", rootErr)
+	}
 	var te *transportError
 	var hs *httpStatusError
 	var me *manifestError
@@ -1194,12 +1263,12 @@ func checkTool(ctx context.Context, c *client, ct catalogTool, given map[string]
 	}
 	err := t.input.validateBytes([]byte(args), instanceLimits, at+".arguments")
 	switch {
-	case t.effect != "read":
-		lt.note = fmt.Sprintf("not sent; its dry run: %s %s", t.method, ct.requestPath)
-		return lt
 	case err != nil && hasArgs:
 		ps.addErr(err)
 		lt.note = "not called: its --arguments are invalid"
+		return lt
+	case t.effect != "read":
+		lt.note = fmt.Sprintf("not sent; its dry run: %s %s", t.method, ct.requestPath)
 		return lt
 	case err != nil:
 		lt.note = fmt.Sprintf("not called: it needs arguments; give --arguments %s=JSON", t.name)
@@ -1225,6 +1294,7 @@ func checkTool(ctx context.Context, c *client, ct catalogTool, given map[string]
 	resp, err := c.do(ctx, p.req)
 	if resp == nil {
 		ps.add(at+".response", "%v", err)
+		lt.note = "called: no answer"
 		return lt
 	}
 	defer resp.release()

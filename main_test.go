@@ -3135,3 +3135,139 @@ func BenchmarkHTTPLoad(b *testing.B) {
 	}
 	b.ReportMetric(float64(vmHWM(b, cmd.Process.Pid))/(1<<20), "peak-RSS-MiB")
 }
+
+// ---- found by review: HTTP batches, slow and large bodies, a call whose
+// request ends, check's policy and slug ----
+
+// TestHTTPRequestBodies: a JSON-RPC batch is refused (one POST, one call);
+// slow bodies do not hold the in-flight slots.
+func TestHTTPRequestBodies(t *testing.T) {
+	f := newInvNetBox(t)
+	f.setToken("")
+	srv := httpBridge(t, f, false, "", io.Discard)
+	h := http.Header{"Authorization": {"Bearer nbt_k1.s1"}}
+	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"plugin_call_tool","arguments":{"plugin":"inv","tool":"search"}}}`
+	for _, body := range []string{"[" + call + "," + call + "]", " \n[" + call + "]"} {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(body))
+		req.Header = h.Clone()
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream") // no protocol version: the SDK would take a batch
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("a batch: %v %v", err, resp)
+		} else {
+			resp.Body.Close()
+		}
+	}
+	if n := f.totalRequests(); n != 0 {
+		t.Errorf("%d NetBox requests for batches", n)
+	}
+	// 64 callers announce bodies they never send; a normal call still gets in.
+	var conns []net.Conn
+	for range 64 {
+		c, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer nbt_k1.s1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{")
+	}
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	time.Sleep(200 * time.Millisecond)
+	if resp := postMCP(t, srv.URL, h, call); resp.StatusCode != http.StatusOK {
+		t.Errorf("a call behind 64 stalled bodies: %d", resp.StatusCode)
+	}
+}
+
+// TestHTTPCallEndsWithItsRequest: a client that goes away ends its call's
+// NetBox request (SPEC §9), and the write is still audited.
+func TestHTTPCallEndsWithItsRequest(t *testing.T) {
+	f := newInvNetBox(t)
+	f.setToken("")
+	entered, cancelled := make(chan struct{}), make(chan struct{})
+	f.handle(recordsPath, func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		<-r.Context().Done()
+		close(cancelled)
+	})
+	var log syncBuffer
+	srv := httpBridge(t, f, false, "", &log)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/mcp", strings.NewReader(
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"plugin_call_tool","arguments":{"plugin":"inv","tool":"create","arguments":{"name":"x"}}}}`))
+	req.Header.Set("Authorization", "Bearer nbt_k1.s1")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	go http.DefaultClient.Do(req)
+	<-entered
+	cancel()
+	select {
+	case <-cancelled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the NetBox request went on after its caller went away")
+	}
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(log.String(), `"msg":"write"`) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !strings.Contains(log.String(), `"decision":"dispatched"`) || !strings.Contains(log.String(), `"outcome":"unknown"`) {
+		t.Errorf("audit:\n%s", log.String())
+	}
+}
+
+// TestHTTPServeBodyMemory: 64 authenticated bodies of almost 4 MiB at once
+// stay within the process bound; every request is answered.
+func TestHTTPServeBodyMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures a child process")
+	}
+	addr := freeAddr(t)
+	f := newInvNetBox(t)
+	cmd, _ := startHTTPServe(t, []string{"NETBOX_URL=" + f.URL}, addr, http.DefaultClient, "http")
+	body := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("x", 4<<20-100) + `"}}`
+	var wg sync.WaitGroup
+	var answered atomic.Int32
+	for range 64 {
+		wg.Go(func() {
+			req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/mcp", strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer nbt_k1.s1")
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				answered.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	rss := vmHWM(t, cmd.Process.Pid)
+	t.Logf("memory: 64 HTTP bodies of 4 MiB at once: peak RSS %.1f MiB, %d answered", float64(rss)/(1<<20), answered.Load())
+	if rss >= 64<<20 || answered.Load() != 64 {
+		t.Errorf("peak RSS %d MiB, %d of 64 answered", rss>>20, answered.Load())
+	}
+}
+
+// TestCheckRefusesABadSwitchAndSlug: a malformed write policy is a
+// configuration error for check too, and --plugin must be a slug (exit 2).
+func TestCheckRefusesABadSwitchAndSlug(t *testing.T) {
+	scanEnv(t, map[string]string{"NETBOX_MCP_ALLOW_MUTATIONS": "proxbox"})
+	for _, args := range [][]string{{"check", "testdata/manifest-valid.json"}, {"check", "--plugin", "example", "--demo"}} {
+		if code, _, errOut := runCLI(t, args...); code != 2 || !strings.Contains(errOut, "NETBOX_MCP_ALLOW_MUTATIONS: ") {
+			t.Errorf("%v with a bad switch: %d %q", args, code, errOut)
+		}
+	}
+	scanEnv(t, nil)
+	if code, _, errOut := runCLI(t, "check", "--plugin", "Not/A/Slug", "--demo"); code != 2 || !strings.Contains(errOut, "is not a plugin slug") {
+		t.Errorf("a bad slug: %d %q", code, errOut)
+	}
+	if code, out, _ := runCLI(t, "check", "--plugin", "example", "--demo", "--arguments", `run_report={"scope": "none"}`); code != 1 ||
+		!strings.Contains(out, "tools.run_report.arguments.scope: ") {
+		t.Errorf("invalid arguments for a write: %d\n%s", code, out)
+	}
+}

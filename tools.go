@@ -125,8 +125,9 @@ type bridge struct {
 	client  *client // and its configuration
 	cfgErr  error   // when set, every call answers config_error
 	policy  writePolicy
-	confirm string       // one of confirmModes
-	audit   *slog.Logger // one record per write decision
+	confirm string         // one of confirmModes
+	audit   *slog.Logger   // one record per write decision
+	calls   sync.WaitGroup // tool calls running
 }
 
 func newMCPServer(b *bridge, logger *slog.Logger) *mcp.Server {
@@ -269,9 +270,19 @@ func toolError(err error, a *callArgs) *mcp.CallToolResult {
 // checked, and its result document or error rendered.
 func (b *bridge) handler(input *schema, run func(context.Context, *mcp.CallToolRequest, *callArgs) ([]byte, error)) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		b.calls.Add(1)
+		defer b.calls.Done()
 		a, err := parseArgs(req.Params.Arguments, input)
-		if caller, ok := ctx.Value(callerKey{}).(httpCaller); ok && err == nil {
-			err = caller.apply(&a.opts)
+		if caller, ok := ctx.Value(callerKey{}).(httpCaller); ok {
+			// The SDK detaches a call from its HTTP request; a client that
+			// goes away, or a drain that gives up, still ends the call.
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(ctx)
+			defer cancel()
+			defer context.AfterFunc(caller.ctx, cancel)()
+			if err == nil {
+				err = caller.apply(&a.opts)
+			}
 		}
 		if err == nil && b.cfgErr != nil {
 			err = &bridgeError{Code: "config_error", Message: b.cfgErr.Error()}
@@ -295,7 +306,10 @@ func (b *bridge) handler(input *schema, run func(context.Context, *mcp.CallToolR
 // request's context by the HTTP front: the caller's own NetBox
 // Authorization in the caller-token mode, "" when the configured token
 // serves everyone, and the peer address.
-type httpCaller struct{ auth, remote string }
+type httpCaller struct {
+	auth, remote string
+	ctx          context.Context // the HTTP request's: it ends with the request
+}
 
 type callerKey struct{}
 
@@ -509,7 +523,10 @@ func (b *bridge) auditWrite(ctx context.Context, p prepared, opts callOptions, d
 	auth, source := cmp.Or(opts.auth, b.client.auth), cmp.Or(opts.authFrom, "configured")
 	token := "none"
 	if scheme, secret, _ := strings.Cut(auth, " "); scheme == "Bearer" {
-		token, _, _ = strings.Cut(secret, ".") // the key of nbt_<key>.<secret>
+		token = "v2" // only the key of nbt_<key>.<secret> is shown, never more
+		if key, _, found := strings.Cut(secret, "."); found {
+			token = key
+		}
 	} else if auth != "" {
 		token = "v1"
 	}
@@ -539,6 +556,48 @@ var confirmKey = func() []byte {
 	return k
 }()
 
+// requestState signs the request a 2026-07-28 client is asked about: who
+// sends it (the token and caller headers), the tool, its effect, the exact
+// request, when the question was asked, and a nonce of this question.
+func requestState(p prepared, asked time.Time, nonce string) string {
+	mac := hmac.New(sha256.New, confirmKey)
+	fmt.Fprintf(mac, "%d\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00", asked.Unix(), nonce, p.ct.qualifiedName(), p.ct.tool.effect,
+		p.req.method, p.req.path, p.req.query, p.req.auth)
+	p.req.header.Write(mac) // in sorted order
+	mac.Write(p.req.body)
+	return strconv.FormatInt(asked.Unix(), 10) + "." + nonce + "." + hex.EncodeToString(mac.Sum(nil))
+}
+
+// checkState reports whether state is one requestState gave for p, and when.
+func checkState(p prepared, state string) (time.Time, bool) {
+	parts := strings.SplitN(state, ".", 3)
+	secs, err := strconv.ParseInt(parts[0], 10, 64)
+	asked := time.Unix(secs, 0)
+	return asked, err == nil && len(parts) == 3 && hmac.Equal([]byte(state), []byte(requestState(p, asked, parts[1])))
+}
+
+// spent holds the request states whose answer was used, until they expire:
+// one confirmation sends one request, once.
+var spent = struct {
+	sync.Mutex
+	states map[string]time.Time
+}{states: map[string]time.Time{}}
+
+func spend(state string, asked time.Time) bool {
+	spent.Lock()
+	defer spent.Unlock()
+	for s, t := range spent.states {
+		if time.Since(t) > confirmTimeout {
+			delete(spent.states, s)
+		}
+	}
+	if _, used := spent.states[state]; used {
+		return false
+	}
+	spent.states[state] = asked
+	return true
+}
+
 // inputRequired is a question a 2026-07-28 client answers by calling again
 // with the answer (multi round-trip requests): the handler returns it as
 // the call's result.
@@ -550,11 +609,20 @@ func (*inputRequired) Error() string { return "input required" }
 // does not ask for it, or a human confirmed exactly this request.
 func (b *bridge) confirmWrite(ctx context.Context, req *mcp.CallToolRequest, p prepared) error {
 	var caps *mcp.ElicitationCapabilities
-	var session *mcp.InitializeParams
+	version := ""
 	_, stateless := ctx.Value(callerKey{}).(httpCaller)
 	if req != nil && req.Session != nil && !stateless {
-		if session = req.Session.InitializeParams(); session != nil && session.Capabilities != nil {
-			caps = session.Capabilities.Elicitation
+		if session := req.Session.InitializeParams(); session != nil && session.Capabilities != nil {
+			version, caps = session.ProtocolVersion, session.Capabilities.Elicitation
+		}
+		// A 2026-07-28 request declares its own version and capabilities.
+		if v, ok := req.Params.Meta["io.modelcontextprotocol/protocolVersion"].(string); ok {
+			var declared struct {
+				Elicitation *mcp.ElicitationCapabilities `json:"elicitation"`
+			}
+			raw, _ := json.Marshal(req.Params.Meta["io.modelcontextprotocol/clientCapabilities"])
+			json.Unmarshal(raw, &declared)
+			version, caps = v, declared.Elicitation
 		}
 	}
 	canAsk := caps != nil && (caps.Form != nil || caps.URL == nil) // {} is form, from before 2025-11-25
@@ -575,13 +643,16 @@ func (b *bridge) confirmWrite(ctx context.Context, req *mcp.CallToolRequest, p p
 	}
 	params := &mcp.ElicitParams{Mode: "form", Message: confirmMessage(p), RequestedSchema: json.RawMessage(confirmSchema)}
 	var answer *mcp.ElicitResult
-	if session.ProtocolVersion >= "2026-07-28" {
-		mac := hmac.New(sha256.New, confirmKey)
-		fmt.Fprintf(mac, "%s\x00%s\x00%s\x00%s\x00%s", p.ct.qualifiedName(), p.req.method, p.req.path, p.req.query, p.req.body)
-		state := hex.EncodeToString(mac.Sum(nil))
+	if version >= "2026-07-28" {
 		var ok bool
-		if answer, ok = req.Params.InputResponses["confirm"].(*mcp.ElicitResult); !ok || !hmac.Equal([]byte(req.Params.RequestState), []byte(state)) {
-			return &inputRequired{&mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"confirm": params}, RequestState: state}}
+		answer, ok = req.Params.InputResponses["confirm"].(*mcp.ElicitResult)
+		switch asked, valid := checkState(p, req.Params.RequestState); {
+		case !ok || !valid:
+			return &inputRequired{&mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"confirm": params}, RequestState: requestState(p, time.Now(), rand.Text())}}
+		case time.Since(asked) > confirmTimeout:
+			return refuse(fmt.Sprintf("the answer came more than %v after the question", confirmTimeout))
+		case !spend(req.Params.RequestState, asked):
+			return refuse("this answer was already used for a request: a confirmation sends one request once")
 		}
 	} else {
 		ctx, cancel := context.WithTimeout(ctx, confirmTimeout)
@@ -834,10 +905,11 @@ type stdioConn struct {
 	eof      chan struct{} // closed when stdin ends
 	once     sync.Once
 
-	mu          sync.Mutex
-	closed      bool
-	initialized bool                // an initialize request went through
-	inFlight    map[jsonrpc.ID]bool // requests the SDK has not answered yet
+	mu           sync.Mutex
+	closed       bool
+	initialized  bool                // an initialize request was answered
+	initializing jsonrpc.ID          // the initialize request not answered yet
+	inFlight     map[jsonrpc.ID]bool // requests the SDK has not answered yet
 }
 
 func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -865,6 +937,9 @@ func (c *stdioConn) Write(_ context.Context, m jsonrpc.Message) error {
 	}
 	if r, ok := m.(*jsonrpc.Response); ok {
 		delete(c.inFlight, r.ID)
+		if r.ID == c.initializing {
+			c.initialized, c.initializing = r.Error == nil, jsonrpc.ID{} // a failed initialize may be sent again
+		}
 	}
 	_, err = c.out.Write(append(data, '\n'))
 	return err
@@ -891,10 +966,12 @@ func (c *stdioConn) readLines(in io.Reader) {
 		if err != nil {
 			return
 		}
-		var m jsonrpc.Message
 		if tooLong {
 			c.reply(nil, jsonrpc.CodeParseError, fmt.Sprintf("parse error: the message is longer than %d bytes", maxLineLength))
-		} else if m = c.check(line); m == nil {
+			continue
+		}
+		m := c.check(line)
+		if m == nil {
 			continue
 		}
 		select {
@@ -919,10 +996,10 @@ func (c *stdioConn) check(line []byte) jsonrpc.Message {
 		return nil
 	}
 	var probe struct {
-		ID     json.RawMessage `json:"id"`
-		Params struct {
+		ID, Result, Error json.RawMessage
+		Params            struct {
 			Meta map[string]json.RawMessage `json:"_meta"`
-		} `json:"params"`
+		}
 	}
 	perr := json.Unmarshal(line, &probe)
 	id := probe.ID
@@ -932,7 +1009,8 @@ func (c *stdioConn) check(line []byte) jsonrpc.Message {
 		return nil
 	}
 	m, err := jsonrpc.DecodeMessage(line)
-	if err != nil || perr != nil {
+	_, response := m.(*jsonrpc.Response)
+	if err != nil || perr != nil || response && (probe.Result == nil) == (probe.Error == nil) {
 		c.reply(id, jsonrpc.CodeInvalidRequest, "invalid request: not a JSON-RPC 2.0 message")
 		return nil
 	}
@@ -947,11 +1025,15 @@ func (c *stdioConn) check(line []byte) jsonrpc.Message {
 	case c.inFlight[req.ID]:
 		c.replyLocked(id, jsonrpc.CodeInvalidRequest, "invalid request: a request with this id is still in flight")
 		return nil
+	case req.Method == "initialize" && (c.initialized || c.initializing.IsValid()):
+		c.replyLocked(id, jsonrpc.CodeInvalidRequest, "invalid request: the session is already initialized")
+		return nil
 	case !c.initialized && !stateless && !slices.Contains([]string{"initialize", "ping", "server/discover"}, req.Method):
 		c.replyLocked(id, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: %s before initialize", quote(req.Method)))
 		return nil
+	case req.Method == "initialize":
+		c.initializing = req.ID
 	}
-	c.initialized = c.initialized || req.Method == "initialize"
 	c.inFlight[req.ID] = true
 	return m
 }

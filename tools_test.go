@@ -1429,3 +1429,112 @@ func TestStdioEndsOnEOF(t *testing.T) {
 		}
 	}
 }
+
+// ---- found by review: confirmations are spent once, for one caller,
+// within ten minutes; a request's own capabilities; stdio edge lines ----
+
+// TestConfirmationIsSpentOnce: an answer confirms one request of one caller,
+// once, within the question's ten minutes.
+func TestConfirmationIsSpentOnce(t *testing.T) {
+	defer func(d time.Duration) { confirmTimeout = d }(confirmTimeout)
+	f := newInvNetBox(t)
+	f.setToken("")
+	s := newStdioSession(t, policyBridge(f, writePolicy{all: true}, "destructive", io.Discard))
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}}`
+	id := 0
+	ask := func(extra string) string {
+		id++
+		s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{%s,"name":"plugin_call_tool","arguments":{"plugin":"inv","tool":"purge"%s}}}`, id, meta, extra))
+		res, _ := s.reply()["result"].(map[string]any)
+		state, _ := res["requestState"].(string)
+		if res["inputRequests"] == nil || state == "" {
+			t.Fatalf("not asked: %v", res)
+		}
+		return state
+	}
+	answer := func(state, extra string) map[string]any {
+		id++
+		s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{%s,"name":"plugin_call_tool","arguments":{"plugin":"inv","tool":"purge"%s},`+
+			`"inputResponses":{"confirm":{"action":"accept","content":{"confirm":true}}},"requestState":%q}}`, id, meta, extra, state))
+		res, _ := s.reply()["result"].(map[string]any)
+		return res
+	}
+	state := ask("")
+	if res := answer(state, ""); res["isError"] == true {
+		t.Fatalf("the confirmed call: %v", res)
+	}
+	if res := answer(state, ""); res["isError"] != true || !strings.Contains(fmt.Sprint(res["content"]), "already used") {
+		t.Errorf("the same answer again: %v", res)
+	}
+	// Another identity or other caller headers: a new question, not a dispatch.
+	for _, extra := range []string{`,"token":"nbt_other.identity"`, `,"header":["X-Tenant: other"]`} {
+		if res := answer(ask(""), extra); res["inputRequests"] == nil {
+			t.Errorf("an answer given for another caller (%s): %v", extra, res)
+		}
+	}
+	// An answer after the question's time is not a confirmation.
+	confirmTimeout = time.Second
+	state = ask("")
+	time.Sleep(2100 * time.Millisecond)
+	if res := answer(state, ""); res["isError"] != true || !strings.Contains(fmt.Sprint(res["content"]), "after the question") {
+		t.Errorf("a late answer: %v", res)
+	}
+	if n := f.requests(recordsPath); n != 1 {
+		t.Errorf("%d DELETEs for one confirmation, want 1", n)
+	}
+}
+
+// TestConfirmationReadsEachRequestsCapabilities: a 2026-07-28 request that
+// declares elicitation is asked, whatever an earlier request declared.
+func TestConfirmationReadsEachRequestsCapabilities(t *testing.T) {
+	s := newStdioSession(t, policyBridge(newInvNetBox(t), writePolicy{all: true}, "destructive", io.Discard))
+	meta := func(caps string) string {
+		return `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}`
+	}
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta(`{}`) + `}}`)
+	s.reply()
+	s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{` + meta(`{"elicitation":{"form":{}}}`) + `,"name":"plugin_call_tool","arguments":{"plugin":"inv","tool":"purge"}}}`)
+	if res, _ := s.reply()["result"].(map[string]any); res["inputRequests"] == nil {
+		t.Errorf("a request declaring elicitation was not asked: %v", res)
+	}
+	s.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{` + meta(`{}`) + `,"name":"plugin_call_tool","arguments":{"plugin":"inv","tool":"purge"}}}`)
+	if res, _ := s.reply()["result"].(map[string]any); res["isError"] != true || !strings.Contains(fmt.Sprint(res["content"]), "does not support MCP form elicitation") {
+		t.Errorf("a request without elicitation: %v", res)
+	}
+}
+
+// TestStdioInitializeAndResponses: a response without exactly one of result
+// and error is refused; initialize counts once it is answered without an
+// error, and only once.
+func TestStdioInitializeAndResponses(t *testing.T) {
+	s := newStdioSession(t, newBridge(newInvNetBox(t), false))
+	for _, line := range []string{`{"jsonrpc":"2.0","id":8}`, `{"jsonrpc":"2.0","id":81,"result":1,"error":{"code":1,"message":"x"}}`} {
+		s.send(line)
+		wantRPCError(t, s.reply(), -32600, float64(map[bool]int{true: 8, false: 81}[strings.Contains(line, `"id":8}`)]))
+	}
+	s.send(`{"jsonrpc":"2.0","id":"bad","method":"initialize"}`) // no params: the SDK refuses it
+	if r := s.reply(); r["error"] == nil {
+		t.Fatalf("initialize without params: %v", r)
+	}
+	s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	wantRPCError(t, s.reply(), -32600, 2.0)
+	s.send(initializeLine)
+	if r := s.reply(); r["result"] == nil {
+		t.Fatalf("initialize: %v", r)
+	}
+	s.send(initializeLine)
+	wantRPCError(t, s.reply(), -32600, 1.0)
+}
+
+// TestV2TokenNeedsKeyAndSecret: a v2 token without its dot would be logged
+// whole as its "key"; it is refused.
+func TestV2TokenNeedsKeyAndSecret(t *testing.T) {
+	for _, token := range []string{"nbt_" + secret, "nbt_." + secret, "nbt_" + secret + "."} {
+		if _, err := authorization(token); err == nil || strings.Contains(err.Error(), secret) {
+			t.Errorf("%q: %v", token, err)
+		}
+	}
+	if auth, err := authorization("nbt_k." + secret); err != nil || auth != "Bearer nbt_k."+secret {
+		t.Errorf("a v2 token: %q %v", auth, err)
+	}
+}

@@ -146,7 +146,10 @@ func authorization(token string) (string, error) {
 	if hasControl(token) || strings.Contains(token, " ") {
 		return "", errors.New("the token contains a control character, space, CR, LF or NUL; set it without them")
 	}
-	if strings.HasPrefix(token, "nbt_") {
+	if key, secret, _ := strings.Cut(strings.TrimPrefix(token, "nbt_"), "."); strings.HasPrefix(token, "nbt_") {
+		if key == "" || secret == "" {
+			return "", errors.New("a v2 token is nbt_<key>.<secret>; set the whole token, or NETBOX_TOKEN_KEY and NETBOX_TOKEN_SECRET")
+		}
 		return "Bearer " + token, nil
 	}
 	return "Token " + token, nil
