@@ -445,3 +445,13 @@ func FuzzToolPath(f *testing.F) {
 		}
 	})
 }
+
+// TestPathCharacterNamedWhole: a non-ASCII character of a path is named
+// whole in the message, not by its first byte.
+func TestPathCharacterNamedWhole(t *testing.T) {
+	for path, want := range map[string]string{"ａ/": `'ａ'`, "reports/é/": `'é'`, "a b/": `' '`} {
+		if err := checkToolPath(path); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want it to name %s", path, err, want)
+		}
+	}
+}
