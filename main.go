@@ -960,25 +960,14 @@ func runScan(args []string, stdout, stderr io.Writer, env environment) int {
 		}
 		return exitUsage
 	}
-	cfg, stop, warnings, err := startConfig(&o, env)
-	defer stop()
-	if _, _, perr := loadPolicy(&o, env); err == nil && perr != nil {
-		err = perr
+	if _, _, err := loadPolicy(&o, env); err != nil {
+		return fail("config_error", err.Error())
 	}
+	c, ctx, stop, err := openNetBox(&o, env, "scan", stderr)
+	defer stop()
 	if err != nil {
 		return fail("config_error", err.Error())
 	}
-	for _, w := range warnings {
-		fmt.Fprintf(stderr, "netbox-plugin-bridge scan: warning: %s\n", w)
-	}
-	if o.demo {
-		fmt.Fprintf(stderr, "netbox-plugin-bridge scan: the built-in demo NetBox at %s; its plugin \"broken\" is broken on purpose, to show a problem\n", cfg.base)
-	} else {
-		fmt.Fprintf(stderr, "netbox-plugin-bridge scan: NetBox %s, %s\n", cfg.base, cfg.describeToken("", ""))
-	}
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer cancel()
-	c := newClient(cfg)
 	var cat *catalog
 	if o.plugin != "" {
 		cat, err = c.scanOne(ctx, o.plugin, callOptions{})
@@ -986,15 +975,12 @@ func runScan(args []string, stdout, stderr io.Writer, env environment) int {
 		cat, err = c.scanAll(ctx, callOptions{})
 	}
 	var be *bridgeError
-	var te *transportError
-	var hs *httpStatusError
 	switch {
 	case err == nil:
 	case !errors.As(err, &be):
 		return fail("discovery_failed", err.Error())
-	case errors.As(err, &te) && te.resp == nil, o.plugin == "",
-		errors.As(err, &hs) && (hs.status == http.StatusUnauthorized || hs.status == http.StatusForbidden) && hs.path == "/api/plugins/"+o.plugin+"/":
-		return fail(be.Code, be.Message) // NetBox unreachable, the whole scan failed, or the token was refused
+	case o.plugin == "" || cannotCheck(err, o.plugin):
+		return fail(be.Code, be.Message) // the whole scan failed, NetBox is unreachable or refused the token
 	default:
 		cat = &catalog{problems: []scanProblem{{o.plugin, be.Code, be.Message}}}
 	}
@@ -1037,6 +1023,36 @@ func printable(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// openNetBox connects a command to its NetBox: the configuration (or the
+// demo), its warnings and one line naming the NetBox and the token on
+// stderr, and a context that a signal ends. stop ends both.
+func openNetBox(o *options, env environment, command string, stderr io.Writer) (*client, context.Context, func(), error) {
+	cfg, stopDemo, warnings, err := startConfig(o, env)
+	if err != nil {
+		return nil, nil, stopDemo, err
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "netbox-plugin-bridge %s: warning: %s\n", command, w)
+	}
+	if o.demo {
+		fmt.Fprintf(stderr, "netbox-plugin-bridge %s: the built-in demo NetBox at %s; its plugin \"broken\" is broken on purpose, to show a problem\n", command, cfg.base)
+	} else {
+		fmt.Fprintf(stderr, "netbox-plugin-bridge %s: NetBox %s, %s\n", command, cfg.base, cfg.describeToken("", ""))
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	return newClient(cfg), ctx, func() { cancel(); stopDemo() }, nil
+}
+
+// cannotCheck reports whether a discovery error of the plugin slug means
+// that nothing could be checked: NetBox did not answer, or refused the
+// token on the plugin root.
+func cannotCheck(err error, slug string) bool {
+	var te *transportError
+	var hs *httpStatusError
+	return errors.As(err, &te) && te.resp == nil || errors.As(err, &hs) &&
+		(hs.status == http.StatusUnauthorized || hs.status == http.StatusForbidden) && hs.path == "/api/plugins/"+slug+"/"
 }
 
 // ---- check ----
@@ -1199,28 +1215,19 @@ func runLiveCheck(o *options, stdin io.Reader, stdout, stderr io.Writer, env env
 		}
 		given[name] = string(data)
 	}
-	cfg, stop, warnings, err := startConfig(o, env)
+	c, ctx, stop, err := openNetBox(o, env, "check", stderr)
 	defer stop()
 	if err != nil {
 		return fail("%v", err)
 	}
-	for _, w := range warnings {
-		fmt.Fprintf(stderr, "netbox-plugin-bridge check: warning: %s\n", w)
-	}
-	fmt.Fprintf(stderr, "netbox-plugin-bridge check: plugin %s on NetBox %s, %s\n", quote(o.plugin), cfg.base, cfg.describeToken("", ""))
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer cancel()
-	c := newClient(cfg)
 	var ps problems
 	m, rootErr, manifestErr := c.selected(ctx, o.plugin, callOptions{})
 	if be := (*bridgeError)(nil); errors.As(rootErr, &be) && be.Code == "invalid_request" {
 		return fail("%v", rootErr)
 	}
-	var te *transportError
-	var hs *httpStatusError
 	var me *manifestError
 	switch {
-	case errors.As(rootErr, &te) && te.resp == nil, errors.As(rootErr, &hs) && (hs.status == http.StatusUnauthorized || hs.status == http.StatusForbidden):
+	case cannotCheck(rootErr, o.plugin):
 		fmt.Fprintf(stderr, "netbox-plugin-bridge check: %v\n", rootErr)
 		return exitUsage // nothing could be checked: NetBox unreachable, or the token refused
 	case rootErr != nil:
@@ -1305,7 +1312,7 @@ func checkTool(ctx context.Context, c *client, ct catalogTool, given map[string]
 		ps.add(at+".response", "answered %d%s", resp.status, detail(body))
 	case err != nil:
 		ps.add(at+".response", "%v", err)
-	case t.method != http.MethodHead && resp.status != http.StatusNoContent && resp.status != http.StatusResetContent:
+	case hasBody(t.method, resp.status):
 		if err := t.output.validateBytes(resp.body, instanceLimits, at+".response"); err != nil {
 			ps.addErr(err)
 		}

@@ -782,7 +782,7 @@ func responseDocument(ct catalogTool, resp *response, err error) ([]byte, error)
 // tool's outputSchema.
 func successDocument(ct catalogTool, resp *response) ([]byte, error) {
 	body := []byte("null")
-	if ct.tool.method != http.MethodHead && resp.status != http.StatusNoContent && resp.status != http.StatusResetContent {
+	if hasBody(ct.tool.method, resp.status) {
 		if err := ct.tool.output.validateBytes(resp.body, instanceLimits, "body"); err != nil {
 			return nil, err
 		}
@@ -798,6 +798,12 @@ func successDocument(ct catalogTool, resp *response) ([]byte, error) {
 		{"effect", stringValue(ct.tool.effect)}, {"status", value{kind: kindNumber, s: strconv.Itoa(resp.status)}}, {"headers", headers}}})
 	doc = append(doc[:len(doc)-1], `,"body":`...)
 	return append(append(doc, body...), '}'), nil
+}
+
+// hasBody reports whether an answer has a body to check (SPEC §9): not
+// for HEAD, nor for 204 and 205.
+func hasBody(method string, status int) bool {
+	return method != http.MethodHead && status != http.StatusNoContent && status != http.StatusResetContent
 }
 
 // dispatchError is the failure of a request that was sent: a write's outcome
