@@ -1846,22 +1846,14 @@ func TestTransportErrorSent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
 	var accepted atomic.Int64
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			r := bufio.NewReader(conn)
-			if req, err := http.ReadRequest(r); err == nil {
-				io.Copy(io.Discard, req.Body)
-			}
-			conn.Close()
+	serveConns(t, ln, func(conn net.Conn) {
+		accepted.Add(1)
+		if req, err := http.ReadRequest(bufio.NewReader(conn)); err == nil {
+			io.Copy(io.Discard, req.Body)
 		}
-	}()
+		conn.Close()
+	})
 	c := rawClient(t, "http://"+ln.Addr().String(), 2*time.Second)
 	for _, req := range []request{listRequest(specListBytes), {method: http.MethodPost, path: "/api/plugins/x/run/", body: []byte(`{"a":1}`), limit: specInstanceBytes}} {
 		_, err = c.do(context.Background(), req)

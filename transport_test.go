@@ -309,51 +309,57 @@ func serveBareH2(t *testing.T, fail func(w io.Writer, stream uint32)) (string, *
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
 	var requests atomic.Int32
+	serveConns(t, ln, func(conn net.Conn) {
+		defer conn.Close()
+		r := bufio.NewReader(conn)
+		if _, err := io.ReadFull(r, make([]byte, len("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"))); err != nil {
+			return
+		}
+		writeFrame(conn, h2Settings, 0, 0, nil)
+		hdr := make([]byte, 9)
+		for {
+			if _, err := io.ReadFull(r, hdr); err != nil {
+				return
+			}
+			payload := make([]byte, int(hdr[0])<<16|int(hdr[1])<<8|int(hdr[2]))
+			if _, err := io.ReadFull(r, payload); err != nil {
+				return
+			}
+			typ, flags, stream := hdr[3], hdr[4], binary.BigEndian.Uint32(hdr[5:])&0x7fffffff
+			switch {
+			case typ == h2Settings && flags&h2Ack == 0:
+				writeFrame(conn, h2Settings, h2Ack, 0, nil)
+				continue
+			case (typ == h2Headers || typ == h2Data) && flags&h2EndStream != 0: // the request was read to its end
+			default:
+				continue
+			}
+			if requests.Add(1) == 1 {
+				fail(conn, stream)
+				continue
+			}
+			// :status 201, a literal without indexing of static name 8.
+			writeFrame(conn, h2Headers, h2EndHeaders, stream, []byte{0x08, 3, '2', '0', '1'})
+			writeFrame(conn, h2Data, h2EndStream, stream, []byte(`{"id":1}`))
+		}
+	})
+	return "https://" + ln.Addr().String(), &requests
+}
+
+// serveConns closes ln when the test ends, and hands each connection it
+// accepts to handle in a goroutine of its own.
+func serveConns(t testing.TB, ln net.Listener, handle func(net.Conn)) {
+	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
 			conn, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			go func() {
-				defer conn.Close()
-				r := bufio.NewReader(conn)
-				if _, err := io.ReadFull(r, make([]byte, len("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"))); err != nil {
-					return
-				}
-				writeFrame(conn, h2Settings, 0, 0, nil)
-				hdr := make([]byte, 9)
-				for {
-					if _, err := io.ReadFull(r, hdr); err != nil {
-						return
-					}
-					payload := make([]byte, int(hdr[0])<<16|int(hdr[1])<<8|int(hdr[2]))
-					if _, err := io.ReadFull(r, payload); err != nil {
-						return
-					}
-					typ, flags, stream := hdr[3], hdr[4], binary.BigEndian.Uint32(hdr[5:])&0x7fffffff
-					switch {
-					case typ == h2Settings && flags&h2Ack == 0:
-						writeFrame(conn, h2Settings, h2Ack, 0, nil)
-						continue
-					case (typ == h2Headers || typ == h2Data) && flags&h2EndStream != 0: // the request was read to its end
-					default:
-						continue
-					}
-					if requests.Add(1) == 1 {
-						fail(conn, stream)
-						continue
-					}
-					// :status 201, a literal without indexing of static name 8.
-					writeFrame(conn, h2Headers, h2EndHeaders, stream, []byte{0x08, 3, '2', '0', '1'})
-					writeFrame(conn, h2Data, h2EndStream, stream, []byte(`{"id":1}`))
-				}
-			}()
+			go handle(conn)
 		}
 	}()
-	return "https://" + ln.Addr().String(), &requests
 }
 
 func resetStream(code uint32) func(io.Writer, uint32) {
