@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -26,13 +28,12 @@ const (
 // scanDeadline bounds one whole scan; tests shorten it.
 var scanDeadline = 30 * time.Second
 
-// fullScans bounds the full scans the process runs at once (SPEC §11): one.
-// A full scan holds up to 2 MiB of descriptors, and its result, rendered
-// after the scan has left the gate, costs about ten times its size while
-// the SDK writes it: with two scans at once, 32 concurrent full scans of a
-// maximal catalog peaked at up to 72 MiB of RSS, with one at most at 51 MiB
-// (TestServeMemoryBounded). The others wait, cancellable, in arrival order.
-var fullScans = newGate(1)
+// fullScans lets one full scan run at a time (SPEC §11). A full scan holds
+// up to 2 MiB of descriptors while it runs: with two at once, 32 concurrent
+// full scans of a maximal catalog peaked at up to 72 MiB of RSS, with one at
+// 51 MiB (TestServeMemoryBounded). The others wait, cancellable, in arrival
+// order, as a channel serves its senders.
+var fullScans = make(chan struct{}, 1)
 
 // installedPlugins is NetBox's superuser listing, not a plugin.
 const installedPlugins = "installed-plugins"
@@ -43,6 +44,7 @@ type callOptions struct {
 	auth     string // Authorization for this call, "" for the configured one
 	authFrom string // where auth came from: "per-call" or "http"
 	remote   string // the HTTP caller's address
+	peer     string // the HTTP peer, when a trusted proxy forwarded the caller
 	header   http.Header
 	progress func(done, total int)
 }
@@ -217,14 +219,109 @@ func detail(body value) string {
 	return ""
 }
 
-// scanAll discovers every participating plugin (SPEC §3): the plugin list,
-// then the roots and manifests concurrently. One plugin's problem hides
-// nothing else; a broken limit fails the whole scan.
+// scanFlight is one full scan and the calls that wait for it (SPEC §11):
+// calls with the same credential and caller headers share it, coalesced,
+// not cached. It runs until it ends or the last of them gives up.
+type scanFlight struct {
+	done     chan struct{} // closed when cat and err are set
+	cat      *catalog
+	err      error
+	cancel   context.CancelFunc
+	waiting  int // calls waiting, under the flights lock
+	mu       sync.Mutex
+	watchers []func(done, total int) // the waiting calls' progress, nil once gone
+}
+
+// flights are the full scans under way, by the client and who asks.
+var flights = struct {
+	sync.Mutex
+	m map[flightKey]*scanFlight
+}{m: map[flightKey]*scanFlight{}}
+
+type flightKey struct {
+	c   *client
+	who string // the credential, its source and the caller headers
+}
+
+// scanAll discovers every participating plugin (SPEC §3), or waits for an
+// identical scan under way.
 func (c *client) scanAll(ctx context.Context, opts callOptions) (*catalog, error) {
-	if err := fullScans.acquire(ctx, 1); err != nil {
+	var who strings.Builder
+	who.WriteString(cmp.Or(opts.auth, c.auth) + "\n" + opts.authFrom + "\n")
+	opts.header.Write(&who) // in sorted order
+	key := flightKey{c, who.String()}
+	flights.Lock()
+	f := flights.m[key]
+	if f == nil {
+		f = &scanFlight{done: make(chan struct{})}
+		var fctx context.Context
+		fctx, f.cancel = context.WithCancel(context.WithoutCancel(ctx))
+		flights.m[key] = f
+		shared := opts
+		shared.progress = f.report
+		go func() {
+			f.cat, f.err = c.scan(fctx, shared)
+			leave(f, key, true)
+			close(f.done)
+		}()
+	}
+	f.waiting++
+	flights.Unlock()
+	f.mu.Lock()
+	f.watchers = append(f.watchers, opts.progress)
+	watcher := len(f.watchers) - 1
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.watchers[watcher] = nil
+		f.mu.Unlock()
+	}()
+	select {
+	case <-f.done:
+		return f.cat, f.err
+	case <-ctx.Done():
+		leave(f, key, false)
+		return nil, discoveryError("", &scanLimitError{"the scan was cancelled"})
+	}
+}
+
+// leave forgets a flight that ended, or a call that stopped waiting for it;
+// the last call to go cancels the scan.
+func leave(f *scanFlight, key flightKey, ended bool) {
+	flights.Lock()
+	defer flights.Unlock()
+	if !ended {
+		f.waiting--
+	}
+	if (ended || f.waiting == 0) && flights.m[key] == f {
+		delete(flights.m, key)
+	}
+	if ended || f.waiting == 0 {
+		f.cancel()
+	}
+}
+
+// report tells every waiting call how far the scan is.
+func (f *scanFlight) report(done, total int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, w := range f.watchers {
+		if w != nil {
+			w(done, total)
+		}
+	}
+}
+
+// scan is one full scan: the plugin list, then the roots and manifests
+// concurrently. One plugin's problem hides nothing else; a broken limit
+// fails the whole scan.
+func (c *client) scan(ctx context.Context, opts callOptions) (*catalog, error) {
+	select {
+	case fullScans <- struct{}{}:
+		defer func() { <-fullScans }()
+	case <-ctx.Done():
 		return nil, discoveryError("", &scanLimitError{"the scan was cancelled while it waited for another to finish"})
 	}
-	defer fullScans.release(1)
 	d, ctx, cancel := c.newDiscovery(ctx, opts)
 	defer cancel()
 	cat := &catalog{}
@@ -252,9 +349,7 @@ func (c *client) scanAll(ctx context.Context, opts callOptions) (*catalog, error
 				if manifests[i], errs[i] = d.plugin(ctx, slugs[i]); manifests[i] != nil {
 					manifests[i].dropSchemas() // a full scan lists descriptors only
 				}
-				if opts.progress != nil {
-					opts.progress(int(done.Add(1)), len(slugs))
-				}
+				opts.progress(int(done.Add(1)), len(slugs))
 			}
 		})
 	}
@@ -509,4 +604,54 @@ func (c *client) resolveLink(link string, sameOrigin bool) (string, error) {
 		return "", fmt.Errorf("link %s has an empty, . or .. segment", shown)
 	}
 	return path, nil
+}
+
+// branchesPath is where NetBox Branching lists its branches (SPEC §16).
+const branchesPath = "/api/plugins/branching/branches/"
+
+// schemaIDPattern is the form of a branch's schema_id, sent as a header.
+var schemaIDPattern = regexp.MustCompile(`^[a-z0-9]{1,64}$`)
+
+// branchSchema looks the configured branch up by name and returns its
+// schema_id, or branch_unavailable when it does not exist or is not ready.
+func (c *client) branchSchema(ctx context.Context, opts callOptions) (string, error) {
+	unavailable := func(format string, a ...any) error {
+		return &bridgeError{Code: "branch_unavailable", Message: fmt.Sprintf("NetBox branch %s: %s", quote(c.branch), fmt.Sprintf(format, a...))}
+	}
+	resp, err := c.do(ctx, request{method: http.MethodGet, path: branchesPath, query: url.Values{"name": {c.branch}}.Encode(),
+		header: opts.header, auth: opts.auth, limit: rootLimits.bytes})
+	if err != nil {
+		return "", unavailable("GET %s: %v", branchesPath, err)
+	}
+	defer resp.release()
+	doc, err := decode(resp.body, rootLimits)
+	switch {
+	case resp.status == http.StatusNotFound:
+		return "", unavailable("NetBox answered 404 for %s: is the NetBox Branching plugin installed?", branchesPath)
+	case resp.status == http.StatusUnauthorized || resp.status == http.StatusForbidden:
+		return "", unavailable("GET %s: HTTP %d%s; %s", branchesPath, resp.status, detail(doc), c.tokenHint(opts.auth, opts.authFrom))
+	case resp.status != http.StatusOK:
+		return "", unavailable("GET %s: HTTP %d%s", branchesPath, resp.status, detail(doc))
+	case err != nil:
+		return "", unavailable("GET %s: %v", branchesPath, err)
+	}
+	results, _ := doc.get("results")
+	for _, br := range results.arr {
+		if name, _ := br.get("name"); name.kind != kindString || name.s != c.branch {
+			continue
+		}
+		status, _ := br.get("status")
+		if v, ok := status.get("value"); ok { // a choice: {"value": "ready", "label": "Ready"}
+			status = v
+		}
+		id, _ := br.get("schema_id")
+		switch {
+		case status.kind != kindString || status.s != "ready":
+			return "", unavailable("it is %s, not ready: wait until NetBox has provisioned it", quote(clip(status.s, 40)))
+		case id.kind != kindString || !schemaIDPattern.MatchString(id.s):
+			return "", unavailable("its schema_id is not a short lower-case identifier")
+		}
+		return strings.Clone(id.s), nil
+	}
+	return "", unavailable("NetBox has no branch of that name: create it in NetBox, or set another --branch (NETBOX_BRANCH)")
 }

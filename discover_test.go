@@ -692,9 +692,9 @@ func TestScanSortsDeterministically(t *testing.T) {
 	f.setPlugin("aa-bad", &fakePlugin{root: `[]`})
 	f.setPlugin("mm", &fakePlugin{link: "/api/plugins/mm/../mm/"})
 	c := f.client()
-	first := catalogDocument(scanAllOK(t, c))
+	first := catalogDocument(scanAllOK(t, c), false)
 	for range 5 {
-		if again := catalogDocument(scanAllOK(t, c)); !bytes.Equal(again, first) {
+		if again := catalogDocument(scanAllOK(t, c), false); !bytes.Equal(again, first) {
 			t.Fatalf("scans differ:\n%s\n%s", first, again)
 		}
 	}
@@ -735,7 +735,7 @@ func objectKeys(t *testing.T, raw []byte) []string {
 
 func TestCatalogDocument(t *testing.T) {
 	t.Parallel()
-	if got := string(catalogDocument(&catalog{})); got != `{"schema_version":"1","tools":[],"problems":[]}` {
+	if got := string(catalogDocument(&catalog{}, false)); got != `{"schema_version":"1","detail":"full","tools":[],"problems":[]}` {
 		t.Errorf("empty catalog: %s", got)
 	}
 	f := newFakeNetBox(t)
@@ -745,8 +745,8 @@ func TestCatalogDocument(t *testing.T) {
 	explicitNull.OutputSchema = json.RawMessage("null")
 	f.addPlugin("other", explicitNull)
 	f.setPlugin("broken", &fakePlugin{manifest: `{"schema_version": "1", "plugin": "broken", "tools": []}`})
-	doc := catalogDocument(scanAllOK(t, f.client()))
-	if got := objectKeys(t, doc); !slices.Equal(got, []string{"schema_version", "tools", "problems"}) {
+	doc := catalogDocument(scanAllOK(t, f.client()), false)
+	if got := objectKeys(t, doc); !slices.Equal(got, []string{"schema_version", "detail", "tools", "problems"}) {
 		t.Fatalf("keys %v", got)
 	}
 	var out struct {
@@ -2014,4 +2014,108 @@ func TestScanStopsAtABrokenLimit(t *testing.T) {
 	if stalled.Load() == 0 || released.Load() != stalled.Load() {
 		t.Errorf("%d of %d outstanding requests were stopped", released.Load(), stalled.Load())
 	}
+}
+
+// waiting is how many calls wait for the full scan of c with no per-call
+// token or headers: what the test waits on before it lets the scan go.
+func waiting(c *client) int {
+	flights.Lock()
+	defer flights.Unlock()
+	for k, f := range flights.m {
+		if k.c == c {
+			return f.waiting
+		}
+	}
+	return 0
+}
+
+// TestConcurrentFullScansAreShared: SPEC §11, concurrent full scans with
+// the same NetBox, credential and caller headers share one discovery; one
+// that starts after it finished makes its own requests (coalesced, not
+// cached); other headers or another token are another scan; a caller that
+// gives up ends only its own wait, and the last to give up stops the scan.
+func TestConcurrentFullScansAreShared(t *testing.T) {
+	t.Parallel()
+	f := newFakeNetBox(t)
+	for i := range 4 {
+		f.addPlugin(fmt.Sprintf("p%d", i), readTool("list"))
+	}
+	const scan = 1 + 4*2 // the list, then a root and a manifest per plugin
+	release := make(chan struct{})
+	f.setBefore(func(r *http.Request) {
+		if r.URL.Path == "/api/plugins/" {
+			<-release
+		}
+	})
+	c := f.client()
+	var wg sync.WaitGroup
+	results := make([]*catalog, 16)
+	for i := range 16 {
+		wg.Go(func() { results[i], _ = c.scanAll(context.Background(), callOptions{}) })
+	}
+	for deadline := time.Now().Add(5 * time.Second); waiting(c) < 16 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+	for i, cat := range results {
+		if cat == nil || len(cat.tools) != 4 {
+			t.Fatalf("caller %d: %+v", i, cat)
+		}
+	}
+	if n := f.totalRequests(); n != scan {
+		t.Errorf("16 concurrent identical full scans made %d requests, want %d: one scan", n, scan)
+	}
+	scanAllOK(t, c)
+	if n := f.totalRequests(); n != 2*scan {
+		t.Errorf("a scan after the shared one made %d requests, want %d: a finished scan is not cached", n-scan, scan)
+	}
+	f.resetLog()
+	var other sync.WaitGroup
+	other.Go(func() { c.scanAll(context.Background(), callOptions{header: http.Header{"X-Caller": {"1"}}}) })
+	other.Go(func() { c.scanAll(context.Background(), callOptions{auth: "Token " + fakeToken, authFrom: "per-call"}) })
+	other.Go(func() { c.scanAll(context.Background(), callOptions{}) })
+	other.Wait()
+	if n := f.totalRequests(); n != 3*scan {
+		t.Errorf("scans with other headers or another token made %d requests, want %d: three scans", n, 3*scan)
+	}
+
+	// Giving up: the first of two callers gives up and the other still gets
+	// the catalog; when the only caller gives up, the scan stops.
+	hold := make(chan struct{})
+	f.setBefore(func(r *http.Request) {
+		if r.URL.Path == "/api/plugins/" {
+			<-hold
+		}
+	})
+	quitter, quit := context.WithCancel(context.Background())
+	quitErr := make(chan error, 1)
+	go func() { _, err := c.scanAll(quitter, callOptions{}); quitErr <- err }()
+	stayed := make(chan *catalog, 1)
+	go func() { cat, _ := c.scanAll(context.Background(), callOptions{}); stayed <- cat }()
+	for deadline := time.Now().Add(5 * time.Second); waiting(c) < 2 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	quit()
+	if err := <-quitErr; err == nil {
+		t.Error("the caller that gave up got no error")
+	}
+	close(hold)
+	if cat := <-stayed; cat == nil || len(cat.tools) != 4 {
+		t.Errorf("the caller that stayed got %+v", cat)
+	}
+	stuck := make(chan struct{})
+	f.setBefore(func(r *http.Request) {
+		if r.URL.Path == "/api/plugins/" {
+			untilCancelled(r)
+			close(stuck)
+		}
+	})
+	alone, giveUp := context.WithCancel(context.Background())
+	go func() { c.scanAll(alone, callOptions{}) }()
+	for deadline := time.Now().Add(5 * time.Second); waiting(c) < 1 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	giveUp()
+	waitFor(t, stuck, "the shared scan's request to end when its last caller gave up")
 }

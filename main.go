@@ -29,6 +29,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -179,16 +180,18 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, env environme
 			cmd, args = "help", nil
 		}
 	}
-	commands := []string{"serve", "scan", "check", "version", "help"}
+	commands := []string{"serve", "scan", "check", "healthcheck", "version", "help"}
 	switch cmd {
 	case "serve":
 		return runServe(args, stdin, stdout, stderr, env)
+	case "healthcheck":
+		return runHealthcheck(args, stdout, stderr, env)
 	case "scan":
 		return runScan(args, stdout, stderr, env)
 	case "check":
 		return runCheck(args, stdin, stdout, stderr, env)
 	case "version":
-		if _, code, ok := parseFlags(flag.NewFlagSet("version", flag.ContinueOnError), args, stdout, stderr); !ok {
+		if _, code, ok := new(options).parse(flag.NewFlagSet("version", flag.ContinueOnError), args, env, stdout, stderr); !ok {
 			return code
 		}
 		fmt.Fprintln(stdout, versionLine())
@@ -222,11 +225,84 @@ func versionLine() string {
 	return fmt.Sprintf("netbox-plugin-bridge %s (go-sdk %s)", bridgeVersion(), sdk)
 }
 
-// parseFlags parses flags, before and after the positional arguments it
-// returns. Its errors name a flag as it was typed and suggest the nearest
-// one; -h and --help print the command's usage. When ok is false the
-// command ends with code.
-func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (positional []string, code int, ok bool) {
+// options are the flags of every command; newFlags registers those a
+// command takes.
+type options struct {
+	profile, plugin, confirm, logFormat, logLevel, format string
+	http, tlsCert, tlsKey, authFile, trustedProxies       string
+	auditFile, branch, tool, response                     string
+	allowMutations                                        optionalValue
+	timeout                                               time.Duration
+	demo, json, branchOnly, noCallToken                   bool
+	arguments                                             []string
+	from                                                  map[string]string // flag → the variable that set it
+}
+
+// flagVariables are the environment variables of the flags: a variable
+// sets its flag when the command line does not (SPEC §2).
+var flagVariables = map[string]string{
+	"allow-mutations": "NETBOX_MCP_ALLOW_MUTATIONS", "confirm": "NETBOX_MCP_CONFIRM", "branch": "NETBOX_BRANCH",
+	"branch-only": "NETBOX_MCP_BRANCH_ONLY", "http": "NETBOX_MCP_HTTP", "tls-cert": "NETBOX_MCP_TLS_CERT",
+	"tls-key": "NETBOX_MCP_TLS_KEY", "auth-token-file": "NETBOX_MCP_AUTH_TOKEN_FILE", "trusted-proxies": "NETBOX_MCP_TRUSTED_PROXIES",
+	"log-format": "NETBOX_MCP_LOG_FORMAT", "log-level": "NETBOX_MCP_LOG_LEVEL", "audit-file": "NETBOX_MCP_AUDIT_FILE",
+	"no-call-token": "NETBOX_MCP_NO_CALL_TOKEN",
+}
+
+// newFlags registers the flags of one command.
+func (o *options) newFlags(cmd string) *flag.FlagSet {
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	if cmd == "serve" || cmd == "scan" || cmd == "check" {
+		fs.StringVar(&o.profile, "profile", "", "")
+		fs.BoolVar(&o.demo, "demo", false, "")
+		fs.Var(timeoutValue{&o.timeout}, "timeout", "")
+		fs.Var(&o.allowMutations, "allow-mutations", "")
+		fs.StringVar(&o.branch, "branch", "", "")
+		fs.Var(switchValue{&o.branchOnly}, "branch-only", "")
+	}
+	switch cmd {
+	case "serve":
+		fs.StringVar(&o.confirm, "confirm", "", "")
+		fs.StringVar(&o.logFormat, "log-format", "text", "")
+		fs.StringVar(&o.logLevel, "log-level", "info", "")
+		fs.StringVar(&o.auditFile, "audit-file", "", "")
+		fs.Var(switchValue{&o.noCallToken}, "no-call-token", "")
+		fs.StringVar(&o.authFile, "auth-token-file", "", "")
+		fs.StringVar(&o.trustedProxies, "trusted-proxies", "", "")
+		fallthrough
+	case "healthcheck":
+		fs.StringVar(&o.http, "http", "", "")
+		fs.StringVar(&o.tlsCert, "tls-cert", "", "")
+		fs.StringVar(&o.tlsKey, "tls-key", "", "")
+	case "scan":
+		fs.StringVar(&o.plugin, "plugin", "", "")
+		fs.BoolVar(&o.json, "json", false, "")
+	case "check":
+		fs.StringVar(&o.plugin, "plugin", "", "")
+		fs.BoolVar(&o.json, "json", false, "")
+		fs.StringVar(&o.format, "format", "text", "")
+		fs.StringVar(&o.tool, "tool", "", "")
+		fs.Var(listValue{&o.arguments}, "arguments", "")
+		fs.StringVar(&o.response, "response", "", "")
+	}
+	return fs
+}
+
+// setting names where a flag's value came from, for messages.
+func (o *options) setting(name string) string { return cmp.Or(o.from[name], "--"+name) }
+
+// typed reports whether the command line itself set a flag.
+func (o *options) typed(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name && o.from[name] == "" })
+	return set
+}
+
+// parse parses a command's flags, before and after the positional
+// arguments it returns, then sets each flag the command line left out from
+// its variable. Its errors name a flag as it was typed and suggest the
+// nearest one; -h and --help print the command's usage. When ok is false
+// the command ends with code.
+func (o *options) parse(fs *flag.FlagSet, args []string, env environment, stdout, stderr io.Writer) (positional []string, code int, ok bool) {
 	fail := func(format string, a ...any) ([]string, int, bool) {
 		fmt.Fprintf(stderr, "netbox-plugin-bridge %s: %s; run 'netbox-plugin-bridge help %[1]s'\n", fs.Name(), fmt.Sprintf(format, a...))
 		return nil, exitUsage, false
@@ -235,7 +311,8 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (posi
 		arg := args[0]
 		args = args[1:]
 		if arg == "--" {
-			return append(positional, args...), exitOK, true
+			positional = append(positional, args...)
+			break
 		}
 		if len(arg) < 2 || arg[0] != '-' {
 			positional = append(positional, arg)
@@ -263,9 +340,25 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (posi
 			}
 			value, args = args[0], args[1:]
 		}
-		if err := fl.Value.Set(value); err != nil {
+		if err := fs.Set(name, value); err != nil {
 			return fail("%s %s: %v", typed, quote(value), err)
 		}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	o.from = map[string]string{}
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		variable := flagVariables[f.Name]
+		if value := env.getenv(variable); err == nil && variable != "" && value != "" && !set[f.Name] {
+			if err = fs.Set(f.Name, value); err != nil {
+				err = fmt.Errorf("%s %s: %v", variable, quote(clip(value, 60)), err)
+			}
+			o.from[f.Name] = variable
+		}
+	})
+	if err != nil {
+		return fail("%v", err)
 	}
 	return positional, exitOK, true
 }
@@ -305,19 +398,6 @@ func editDistance(a, b string) int {
 	return row[len(b)]
 }
 
-// ---- configuration (SPEC §2) ----
-
-// options are the flags of every command; each registers those it takes.
-type options struct {
-	profile, plugin, confirm, logFormat string
-	http, tlsCert, tlsKey, authFile     string
-	allowMutations                      optionalValue
-	timeout                             time.Duration
-	demo, json                          bool
-	tool, response                      string
-	arguments                           []string
-}
-
 // optionalValue is a boolean flag that may carry a value, as in
 // --allow-mutations or --allow-mutations=LIST.
 type optionalValue struct {
@@ -330,6 +410,27 @@ func (v *optionalValue) IsBoolFlag() bool { return true }
 func (v *optionalValue) Set(s string) error {
 	v.value, v.set = s, true
 	return nil
+}
+
+// switchValue is a boolean flag whose variable takes the switch words.
+type switchValue struct{ on *bool }
+
+func (v switchValue) String() string   { return "" }
+func (v switchValue) IsBoolFlag() bool { return true }
+func (v switchValue) Set(s string) (err error) {
+	*v.on, err = switchWord(s)
+	return err
+}
+
+// switchWord reads 1|true|yes|on or 0|false|no|off, in any case.
+func switchWord(s string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "1", "true", "yes", "on":
+		return true, nil
+	case "0", "false", "no", "off":
+		return false, nil
+	}
+	return false, errors.New("is not one of 1, true, yes, on, 0, false, no, off")
 }
 
 // timeoutValue is --timeout: a duration, or a number of seconds.
@@ -350,14 +451,6 @@ func (v listValue) Set(s string) error {
 	return nil
 }
 
-// register adds the flags that connect to a NetBox.
-func (o *options) register(fs *flag.FlagSet) {
-	fs.StringVar(&o.profile, "profile", "", "")
-	fs.BoolVar(&o.demo, "demo", false, "")
-	fs.Var(timeoutValue{&o.timeout}, "timeout", "")
-	fs.Var(&o.allowMutations, "allow-mutations", "")
-}
-
 // parseTimeout reads a timeout: a Go duration (30s, 1m) or a number of
 // seconds (30, 2.5), more than 0 and at most a day.
 func parseTimeout(s string) (time.Duration, error) {
@@ -374,6 +467,8 @@ func parseTimeout(s string) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// ---- configuration (SPEC §2) ----
 
 // environment is what configuration reads from outside: variables and the
 // profile file.
@@ -504,23 +599,15 @@ func loadConfig(o *options, env environment) (*config, error) {
 
 // loadPolicy resolves the write policy of SPEC §13: the switch or its
 // allow-list, and the confirmation mode.
-func loadPolicy(o *options, env environment) (writePolicy, string, error) {
-	value, setting := env.getenv("NETBOX_MCP_ALLOW_MUTATIONS"), "NETBOX_MCP_ALLOW_MUTATIONS"
-	if o.allowMutations.set {
-		value, setting = o.allowMutations.value, "--allow-mutations"
-	}
-	policy, err := parseWritePolicy(value, setting)
+func loadPolicy(o *options) (writePolicy, string, error) {
+	policy, err := parseWritePolicy(o.allowMutations.value, o.setting("allow-mutations"))
 	if err != nil {
 		return writePolicy{}, "", err
 	}
-	confirm, setting := env.getenv("NETBOX_MCP_CONFIRM"), "NETBOX_MCP_CONFIRM"
-	if o.confirm != "" {
-		confirm, setting = o.confirm, "--confirm"
+	if confirm := cmp.Or(o.confirm, confirmModes[0]); !slices.Contains(confirmModes, confirm) {
+		return writePolicy{}, "", fmt.Errorf("%s: %s is not one of %s", o.setting("confirm"), quote(clip(confirm, 40)), strings.Join(confirmModes, ", "))
 	}
-	if confirm = cmp.Or(confirm, confirmModes[0]); !slices.Contains(confirmModes, confirm) {
-		return writePolicy{}, "", fmt.Errorf("%s: %s is not one of %s", setting, quote(clip(confirm, 40)), strings.Join(confirmModes, ", "))
-	}
-	return policy, confirm, nil
+	return policy, cmp.Or(o.confirm, confirmModes[0]), nil
 }
 
 // envToken reads the whole token, or netbox-sdk's split form, and names
@@ -657,32 +744,37 @@ func startConfig(o *options, env environment) (cfg *config, stop func(), warning
 // configuration error does not stop it: every tool call answers
 // config_error instead, so the MCP client can show the reason.
 func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer, env environment) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var o options
-	o.register(fs)
-	fs.StringVar(&o.confirm, "confirm", "", "")
-	fs.StringVar(&o.logFormat, "log-format", "text", "")
-	fs.StringVar(&o.http, "http", "", "")
-	fs.StringVar(&o.tlsCert, "tls-cert", "", "")
-	fs.StringVar(&o.tlsKey, "tls-key", "", "")
-	fs.StringVar(&o.authFile, "auth-token-file", "", "")
+	fs := o.newFlags("serve")
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "netbox-plugin-bridge serve: "+format+"\n", a...)
 		return exitUsage
 	}
-	switch positional, code, ok := parseFlags(fs, args, stdout, stderr); {
+	var level slog.Level
+	switch positional, code, ok := o.parse(fs, args, env, stdout, stderr); {
 	case !ok:
 		return code
 	case len(positional) > 0:
 		return fail("unexpected argument %q; run 'netbox-plugin-bridge help serve'", positional[0])
 	case o.logFormat != "text" && o.logFormat != "json":
-		return fail("--log-format %s is not text or json", quote(o.logFormat))
+		return fail("%s %s is not text or json", o.setting("log-format"), quote(clip(o.logFormat, 40)))
+	case level.UnmarshalText([]byte(o.logLevel)) != nil:
+		return fail("%s %s is not debug, info, warn or error", o.setting("log-level"), quote(clip(o.logLevel, 40)))
 	case (o.tlsCert == "") != (o.tlsKey == ""):
 		return fail("--tls-cert and --tls-key go together: give both, or neither")
-	case o.http == "" && (o.tlsCert != "" || o.authFile != ""):
-		return fail("--tls-cert, --tls-key and --auth-token-file go with --http")
+	case o.http == "" && (o.tlsCert != "" || o.authFile != "" || o.trustedProxies != ""):
+		return fail("--tls-cert, --tls-key, --auth-token-file and --trusted-proxies go with --http")
 	}
-	logger := newLogger(stderr, o.logFormat, slog.LevelInfo)
+	logger := newLogger(stderr, o.logFormat, level)
+	audit := newLogger(stderr, o.logFormat, slog.LevelInfo).Handler() // every write decision, whatever the level
+	if o.auditFile != "" {
+		f, err := os.OpenFile(o.auditFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return fail("%s: %v", o.setting("audit-file"), err)
+		}
+		defer f.Close()
+		audit = slog.NewMultiHandler(audit, slog.NewJSONHandler(f, nil))
+	}
 	if f, ok := stdin.(*os.File); ok && o.http == "" {
 		if info, err := f.Stat(); err == nil && info.Mode()&os.ModeCharDevice != 0 {
 			logger.Info("this is an MCP stdio server: register it in an MCP client, or try 'netbox-plugin-bridge scan --demo' and 'netbox-plugin-bridge help'")
@@ -690,7 +782,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer, env envi
 	}
 	cfg, stop, warnings, err := startConfig(&o, env)
 	defer stop()
-	policy, confirm, perr := loadPolicy(&o, env)
+	policy, confirm, perr := loadPolicy(&o)
 	if err = cmp.Or(err, perr); err != nil {
 		logger.Error("the configuration is incomplete; every tool call will answer config_error", "error", err)
 		cfg = cmp.Or(cfg, &config{timeout: defaultTimeout})
@@ -703,10 +795,11 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer, env envi
 	} else if o.demo {
 		logger.Info("serving the built-in demo NetBox", "url", cfg.base)
 	}
-	b := &bridge{client: newClient(cfg), cfgErr: err, policy: policy, confirm: confirm, audit: logger}
+	b := &bridge{client: newClient(cfg), cfgErr: err, policy: policy, confirm: confirm, audit: slog.New(audit),
+		branchOnly: o.branchOnly, noCallToken: o.noCallToken}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	server := newMCPServer(b, newLogger(stderr, o.logFormat, slog.LevelWarn))
+	server := newMCPServer(b, newLogger(stderr, o.logFormat, max(level, slog.LevelWarn)))
 	if o.http != "" {
 		return serveHTTP(ctx, &o, env, server, b, logger, fail)
 	}
@@ -723,58 +816,115 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer, env envi
 	return exitOK
 }
 
+// runHealthcheck asks the local HTTP server whether it is ready, for a
+// container's HEALTHCHECK where there is no shell or curl: exit 0 when
+// GET /readyz answers 200.
+func runHealthcheck(args []string, stdout, stderr io.Writer, env environment) int {
+	var o options
+	fs := o.newFlags("healthcheck")
+	if _, code, ok := o.parse(fs, args, env, stdout, stderr); !ok {
+		return code
+	}
+	host, port, err := net.SplitHostPort(o.http)
+	if err != nil {
+		fmt.Fprintf(stderr, "netbox-plugin-bridge healthcheck: %s %s: give the address serve listens on, such as :8080\n", o.setting("http"), quote(o.http))
+		return exitUsage
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	scheme := "http"
+	if o.tlsCert != "" {
+		scheme = "https"
+	}
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // our own server: nothing secret is sent
+	resp, err := c.Get(scheme + "://" + net.JoinHostPort(host, port) + "/readyz")
+	if err != nil {
+		fmt.Fprintf(stderr, "netbox-plugin-bridge healthcheck: %v\n", err)
+		return exitInvalid
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+	fmt.Fprintf(stdout, "%d %s\n", resp.StatusCode, printable(strings.TrimSpace(string(body))))
+	if resp.StatusCode != http.StatusOK {
+		return exitInvalid
+	}
+	return exitOK
+}
+
 // HTTP bounds (SPEC §14).
 const (
-	httpBodyLimit  = 4 << 20
-	httpBodyBudget = 8 << 20 // request bodies held at once, process-wide
-	httpInFlight   = 64
-	drainTimeout   = 30 * time.Second
-	slotGrace      = 250 * time.Millisecond
+	httpBodyLimit = 4 << 20
+	bodyTimeout   = 10 * time.Second // for the headers, and again for the body
+	drainTimeout  = 30 * time.Second
+	slotGrace     = 250 * time.Millisecond
 )
 
+// requestBodies bounds the HTTP request bodies held at once, process-wide,
+// charged as their bytes arrive: a caller that declares a body and sends
+// nothing holds nothing.
+var requestBodies = newBudget(8 << 20)
+
 // serveHTTP serves MCP streamable HTTP at /mcp, stateless, until ctx ends,
-// then drains. shared tells the identity mode: true when a NetBox token is
-// configured, so callers must present the MCP bearer token instead of their
-// own NetBox token.
+// then drains. A configured NetBox token makes the identity shared: callers
+// then present the MCP bearer token instead of their own NetBox token.
 func serveHTTP(ctx context.Context, o *options, env environment, server *mcp.Server, b *bridge, logger *slog.Logger, fail func(string, ...any) int) int {
-	var bearer string
+	f := newFront(server, logger)
+	if b.cfgErr != nil {
+		f.notReady = "not ready: " + b.cfgErr.Error()
+	}
 	shared := b.client.auth != ""
 	if !shared && (o.authFile != "" || env.getenv("NETBOX_MCP_AUTH_TOKEN") != "") {
 		logger.Warn("the MCP bearer token is not used: no NetBox token is configured, so each caller must present their own NetBox token")
 	}
-	if !shared && strings.HasPrefix(b.client.base, "http://") {
+	if !shared && strings.HasPrefix(b.client.base, "http://") && !b.client.onLoopback() {
 		logger.Warn("callers' NetBox tokens go to " + b.client.base + " over plain HTTP, readable on the network; use https://")
 	}
 	if shared {
-		bearer = env.getenv("NETBOX_MCP_AUTH_TOKEN")
+		f.bearer = env.getenv("NETBOX_MCP_AUTH_TOKEN")
 		if o.authFile != "" {
 			data, err := env.readFile(o.authFile)
 			if err != nil {
-				return fail("--auth-token-file: %v", err)
+				return fail("%s: %v", o.setting("auth-token-file"), err)
 			}
-			bearer = strings.TrimSuffix(string(data), "\n")
+			f.bearer = strings.TrimSuffix(string(data), "\n")
 		}
-		if bearer == "" || hasControl(bearer) {
+		if f.bearer == "" || hasControl(f.bearer) {
 			return fail("a NetBox token is configured, so every HTTP caller would act with it: set NETBOX_MCP_AUTH_TOKEN (or --auth-token-file) to the token callers must present, or leave the NetBox token out so that each caller brings their own")
 		}
+	}
+	for _, cidr := range strings.Split(o.trustedProxies, ",") {
+		if cidr = strings.TrimSpace(cidr); cidr == "" {
+			continue
+		}
+		prefix, err := netip.ParsePrefix(cidr)
+		if addr, aerr := netip.ParseAddr(cidr); aerr == nil {
+			prefix, err = addr.Prefix(addr.BitLen())
+		}
+		if err != nil {
+			return fail("%s: %s is not an address or a CIDR range such as 10.0.0.0/8", o.setting("trusted-proxies"), quote(clip(cidr, 60)))
+		}
+		f.trusted = append(f.trusted, prefix)
 	}
 	var certs []tls.Certificate
 	if o.tlsCert != "" {
 		cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
 		if err != nil {
-			return fail("--tls-cert and --tls-key: %v", err)
+			return fail("%s and %s: %v", o.setting("tls-cert"), o.setting("tls-key"), err)
 		}
 		certs = append(certs, cert)
 	}
+	if strings.Trim(o.http, "0123456789") == "" {
+		return fail("%s %s: give an address with a port, such as :%[2]s or 127.0.0.1:%[2]s", o.setting("http"), o.http)
+	}
 	ln, err := net.Listen("tcp", o.http)
 	if err != nil {
-		return fail("--http %s: %v", o.http, err)
+		return fail("%s %s: %v", o.setting("http"), o.http, err)
 	}
 	if host, _, _ := net.SplitHostPort(o.http); certs == nil && !loopback(host) {
 		logger.Warn("listening on " + o.http + " without TLS: tokens cross the network in clear unless TLS terminates in front")
 	}
-	srv := &http.Server{Handler: httpHandler(server, bearer, logger), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
-		ErrorLog: log.New(io.Discard, "", 0)}
+	srv := &http.Server{Handler: f, ReadHeaderTimeout: bodyTimeout, IdleTimeout: 120 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
 	go func() { // a second signal during the drain stops at once
 		<-ctx.Done()
 		again, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -782,13 +932,10 @@ func serveHTTP(ctx context.Context, o *options, env environment, server *mcp.Ser
 		<-again.Done()
 		srv.Close()
 	}()
-	if certs != nil {
-		srv.TLSConfig = &tls.Config{Certificates: certs, MinVersion: tls.VersionTLS12}
-		ln = tls.NewListener(ln, srv.TLSConfig)
-	}
 	scheme, identity := "http", "each caller's own NetBox token"
 	if certs != nil {
-		scheme = "https"
+		srv.TLSConfig = &tls.Config{Certificates: certs, MinVersion: tls.VersionTLS12}
+		ln, scheme = tls.NewListener(ln, srv.TLSConfig), "https"
 	}
 	if shared {
 		identity = "the configured NetBox token, for callers with the MCP bearer token"
@@ -825,105 +972,211 @@ func waitCalls(calls *sync.WaitGroup, d time.Duration) {
 	}
 }
 
-// loopback reports whether a listening host is reachable only from this
-// machine.
+// onLoopback reports whether the NetBox is on this machine.
+func (c *config) onLoopback() bool {
+	_, hostPort, _ := strings.Cut(c.origin, "://")
+	return loopback(hostPort)
+}
+
+// loopback reports whether a host, with or without its port, is reachable
+// only from this machine.
 func loopback(host string) bool {
-	ip := net.ParseIP(host)
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
 	return host == "localhost" || ip != nil && ip.IsLoopback()
 }
 
-// httpHandler is the HTTP front of the MCP server: /healthz for load
-// balancers, and /mcp behind cross-origin protection, the caller's
-// authentication and the in-flight bound, each refusal made before any MCP
-// processing or NetBox request. Every request gets one access-log record.
-func httpHandler(server *mcp.Server, bearer string, logger *slog.Logger) http.Handler {
-	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
-		&mcp.StreamableHTTPOptions{Stateless: true, MaxRequestBodyBytes: httpBodyLimit})
-	inFlight := make(chan struct{}, httpInFlight)
-	bodies := newGate(httpBodyBudget)
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-	mux.Handle("/mcp", http.NewCrossOriginProtection().Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		caller := httpCaller{remote: r.RemoteAddr}
-		ok := false
-		if bearer == "" {
-			caller.auth, ok = callerAuthorization(r.Header.Get("Authorization"))
-		} else if scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " "); strings.EqualFold(scheme, "Bearer") {
-			ok = subtle.ConstantTimeCompare([]byte(token), []byte(bearer)) == 1
-		}
-		if !ok {
-			w.Header().Set("WWW-Authenticate", "Bearer")
-			http.Error(w, "an Authorization header with a valid token is required", http.StatusUnauthorized)
-			return
-		}
-		busy := func() {
-			w.Header().Set("Retry-After", "1")
-			http.Error(w, "too many requests in flight; retry in a second", http.StatusServiceUnavailable)
-		}
-		// The body is read before a slot is taken, within a deadline and a
-		// process-wide budget, so that slow or large bodies hold neither
-		// the slots nor unbounded memory.
-		share := r.ContentLength
-		if share < 0 || share > httpBodyLimit {
-			share = httpBodyLimit
-		}
-		share = max(share, minBodyShare)
-		readBy := time.Now().Add(10 * time.Second)
-		http.NewResponseController(w).SetReadDeadline(readBy)
-		ctx, cancel := context.WithDeadline(r.Context(), readBy)
-		defer cancel()
-		if bodies.acquire(ctx, share) != nil {
-			busy()
-			return
-		}
-		defer bodies.release(share)
-		body, err := readBounded(http.MaxBytesReader(w, r.Body, httpBodyLimit), httpBodyLimit, r.ContentLength, nil)
-		var tooLarge *http.MaxBytesError
-		switch {
-		case errors.As(err, &tooLarge):
-			http.Error(w, "the request body is larger than 4 MiB", http.StatusRequestEntityTooLarge)
-			return
-		case err != nil:
-			http.Error(w, "the request body could not be read", http.StatusRequestTimeout)
-			return
-		case bytes.HasPrefix(bytes.TrimLeft(body, " \t\r\n"), []byte("[")):
-			http.Error(w, "JSON-RPC batches are not accepted: send one message per request", http.StatusBadRequest)
-			return
-		}
-		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-		// A request that finds every slot taken waits a moment for one: a
-		// slot is given back only after the SDK has finished with a
-		// response its client may already hold.
-		wait := time.NewTimer(slotGrace)
-		defer wait.Stop()
-		select {
-		case inFlight <- struct{}{}:
-			defer func() { <-inFlight }()
-		case <-wait.C:
-			busy()
-			return
-		}
-		caller.ctx = r.Context() // the call ends when its HTTP request does
-		mcpHandler.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, caller)))
-	})))
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-		mux.ServeHTTP(rec, r)
-		logger.Info("http", "method", r.Method, "path", clip(r.URL.Path, 100), "status", rec.status,
-			"duration_ms", time.Since(start).Milliseconds(), "remote", r.RemoteAddr)
-	})
+// front is the HTTP front of the MCP server (SPEC §14): /healthz and
+// /readyz for load balancers, and /mcp behind cross-origin protection, the
+// caller's authentication and the body and in-flight bounds, each refusal
+// made, with its reason, before any MCP processing or NetBox request.
+// Every request gets one access-log record.
+type front struct {
+	mcp      http.Handler
+	cop      *http.CrossOriginProtection
+	bearer   string         // the MCP bearer token; "" when each caller brings their own NetBox token
+	trusted  []netip.Prefix // proxies whose X-Forwarded-For names the client
+	notReady string         // why this replica cannot serve, "" when it can
+	slots    chan struct{}  // authenticated requests in flight
+	logger   *slog.Logger
 }
 
-// statusRecorder remembers the status of a response for the access log.
+func newFront(server *mcp.Server, logger *slog.Logger) *front {
+	return &front{logger: logger, slots: make(chan struct{}, callsInFlight), cop: http.NewCrossOriginProtection(),
+		mcp: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+			&mcp.StreamableHTTPOptions{Stateless: true, MaxRequestBodyBytes: httpBodyLimit})}
+}
+
+func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	caller := f.caller(r)
+	switch {
+	case r.URL.Path == "/mcp":
+		f.serveMCP(rec, r, caller)
+	case r.URL.Path != "/healthz" && r.URL.Path != "/readyz":
+		rec.refuse(http.StatusNotFound, "not found: the MCP endpoint is /mcp")
+	case r.Method != http.MethodGet && r.Method != http.MethodHead:
+		rec.refuse(http.StatusMethodNotAllowed, "only GET")
+	case r.URL.Path == "/readyz" && f.notReady != "":
+		rec.refuse(http.StatusServiceUnavailable, f.notReady)
+	case r.URL.Path == "/readyz":
+		io.WriteString(rec, "ready")
+	default:
+		io.WriteString(rec, "ok")
+	}
+	attrs := []any{"kind", "access", "method", clip(r.Method, 16), "path", clip(r.URL.Path, 100), "status", rec.status,
+		"duration_ms", time.Since(start).Milliseconds(), "remote", caller.remote}
+	if caller.peer != caller.remote {
+		attrs = append(attrs, "peer", caller.peer)
+	}
+	if rec.reason != "" {
+		attrs = append(attrs, "error", rec.reason)
+	}
+	f.logger.Info("http", attrs...)
+}
+
+// serveMCP refuses what it must, reads the body within its bounds, takes a
+// slot and hands the request to the SDK with the caller in its context.
+func (f *front) serveMCP(w *statusRecorder, r *http.Request, caller httpCaller) {
+	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if err := f.cop.Check(r); err != nil {
+		w.refuse(http.StatusForbidden, fmt.Sprintf("cross-origin request refused: Origin %s, Sec-Fetch-Site %s (%v)",
+			quote(clip(r.Header.Get("Origin"), 100)), quote(clip(r.Header.Get("Sec-Fetch-Site"), 40)), err))
+		return
+	}
+	if local != nil && loopback(local.String()) && !loopback(r.Host) {
+		w.refuse(http.StatusForbidden, fmt.Sprintf("Host %s refused on a loopback address (DNS rebinding protection); "+
+			"behind a proxy on this host, listen on a non-loopback address", quote(clip(r.Host, 100))))
+		return
+	}
+	var why string
+	if caller.auth, why = f.authenticate(r.Header.Get("Authorization")); why != "" {
+		w.Header().Set("WWW-Authenticate", "Bearer")
+		w.refuse(http.StatusUnauthorized, why)
+		return
+	}
+	if r.ContentLength > httpBodyLimit {
+		w.refuse(http.StatusRequestEntityTooLarge, "the request body is larger than 4 MiB")
+		return
+	}
+	// The body is read before a slot is taken, within a deadline and the
+	// process-wide budget, so that slow or large bodies hold no slot.
+	http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyTimeout))
+	body, held, err := readBounded(r.Body, httpBodyLimit, requestBodies, nil)
+	defer requestBodies.give(held)
+	switch {
+	case errors.Is(err, errTooLarge):
+		w.refuse(http.StatusRequestEntityTooLarge, "the request body is larger than 4 MiB")
+		return
+	case errors.Is(err, errBusy):
+		io.Copy(io.Discard, io.LimitReader(r.Body, httpBodyLimit)) // unheld, so that the client reads the answer
+		w.Header().Set("Retry-After", "1")
+		w.refuse(http.StatusServiceUnavailable, "too many request bodies in flight; retry in a second")
+		return
+	case err != nil:
+		w.refuse(http.StatusRequestTimeout, "the request body could not be read within 10 s")
+		return
+	case bytes.HasPrefix(bytes.TrimLeft(body, " \t\r\n"), []byte("[")):
+		w.refuse(http.StatusBadRequest, "JSON-RPC batches are not accepted: send one message per request")
+		return
+	}
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	// A request that finds every slot taken waits a moment for one: a slot
+	// is given back only after the SDK has finished with a response its
+	// client may already hold.
+	wait := time.NewTimer(slotGrace)
+	defer wait.Stop()
+	select {
+	case f.slots <- struct{}{}:
+		defer func() { <-f.slots }()
+	case <-wait.C:
+		w.Header().Set("Retry-After", "1")
+		w.refuse(http.StatusServiceUnavailable, "too many requests in flight; retry in a second")
+		return
+	}
+	caller.ctx = r.Context() // the call ends when its HTTP request does
+	f.mcp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, caller)))
+}
+
+// authenticate checks a request's Authorization (SPEC §14). It returns
+// the NetBox Authorization to send on in the caller-token mode ("" for the
+// shared identity), or why the request is refused.
+func (f *front) authenticate(header string) (auth, why string) {
+	scheme, token, _ := strings.Cut(header, " ")
+	if f.bearer != "" {
+		switch {
+		case header == "":
+			return "", "no Authorization header: send Authorization: Bearer <the MCP bearer token>"
+		case !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(token), []byte(f.bearer)) != 1:
+			return "", "the Authorization is not Bearer with this server's MCP bearer token (NETBOX_MCP_AUTH_TOKEN)"
+		}
+		return "", ""
+	}
+	alnum := func(s string) bool {
+		return s != "" && !strings.ContainsFunc(s, func(r rune) bool { return r >= utf8.RuneSelf || !isAlnum(byte(r)) })
+	}
+	key, secret, _ := strings.Cut(strings.TrimPrefix(token, "nbt_"), ".")
+	v2, v1 := strings.HasPrefix(token, "nbt_") && alnum(key) && alnum(secret), len(token) == 40 && alnum(token)
+	switch {
+	case strings.EqualFold(scheme, "Bearer") && v2:
+		return "Bearer " + token, ""
+	case strings.EqualFold(scheme, "Token") && v1:
+		return "Token " + token, ""
+	case header == "":
+		return "", "no Authorization header: send your NetBox token as Authorization: Bearer nbt_KEY.SECRET (v2) or Token V1TOKEN (v1)"
+	case v2:
+		return "", "a v2 NetBox token (nbt_…) is sent as Authorization: Bearer nbt_KEY.SECRET, not with " + quote(clip(scheme, 20))
+	case v1:
+		return "", "a v1 NetBox token (40 letters or digits) is sent as Authorization: Token V1TOKEN, not with " + quote(clip(scheme, 20))
+	}
+	return "", "malformed Authorization: send Bearer nbt_KEY.SECRET (a v2 NetBox token) or Token V1TOKEN (a v1 token of 40 letters or digits)"
+}
+
+// caller is the request's client address: the peer, or, when the peer is
+// a trusted proxy, the right-most untrusted X-Forwarded-For address.
+func (f *front) caller(r *http.Request) httpCaller {
+	c := httpCaller{remote: r.RemoteAddr, peer: r.RemoteAddr}
+	peer, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil || !f.trusts(peer.Addr()) {
+		return c
+	}
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		addr, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			break // a forged or broken hop: trust no further
+		}
+		if c.remote = addr.String(); !f.trusts(addr) {
+			break
+		}
+	}
+	return c
+}
+
+func (f *front) trusts(addr netip.Addr) bool {
+	return slices.ContainsFunc(f.trusted, func(p netip.Prefix) bool { return p.Contains(addr.Unmap()) })
+}
+
+// statusRecorder remembers a response's status, and the reason of a
+// refusal, for the access log.
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
+	reason string
 }
 
 func (r *statusRecorder) WriteHeader(status int) {
 	r.status = status
 	r.ResponseWriter.WriteHeader(status)
+}
+
+// refuse answers with status and a one-line reason, logged with the request.
+func (r *statusRecorder) refuse(status int, reason string) {
+	r.reason = reason
+	http.Error(r, reason, status)
 }
 
 func (r *statusRecorder) Flush()                      { http.NewResponseController(r.ResponseWriter).Flush() }
@@ -941,12 +1194,9 @@ func newLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
 // ---- scan ----
 
 func runScan(args []string, stdout, stderr io.Writer, env environment) int {
-	fs := flag.NewFlagSet("scan", flag.ContinueOnError)
 	var o options
-	o.register(fs)
-	fs.StringVar(&o.plugin, "plugin", "", "")
-	fs.BoolVar(&o.json, "json", false, "")
-	if positional, code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+	fs := o.newFlags("scan")
+	if positional, code, ok := o.parse(fs, args, env, stdout, stderr); !ok {
 		return code
 	} else if len(positional) > 0 {
 		fmt.Fprintf(stderr, "netbox-plugin-bridge scan: unexpected argument %q; run 'netbox-plugin-bridge help scan'\n", positional[0])
@@ -960,7 +1210,7 @@ func runScan(args []string, stdout, stderr io.Writer, env environment) int {
 		}
 		return exitUsage
 	}
-	if _, _, err := loadPolicy(&o, env); err != nil {
+	if _, _, err := loadPolicy(&o); err != nil {
 		return fail("config_error", err.Error())
 	}
 	c, ctx, stop, err := openNetBox(&o, env, "scan", stderr)
@@ -985,7 +1235,7 @@ func runScan(args []string, stdout, stderr io.Writer, env environment) int {
 		cat = &catalog{problems: []scanProblem{{o.plugin, be.Code, be.Message}}}
 	}
 	if o.json {
-		stdout.Write(append(catalogDocument(cat), '\n'))
+		stdout.Write(append(catalogDocument(cat, o.plugin != ""), '\n'))
 	} else {
 		printCatalog(stdout, cat)
 	}
@@ -1065,15 +1315,9 @@ type checkProblem struct {
 
 // runCheck is the offline contract check for plugin authors.
 func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer, env environment) int {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	var o options
-	fs.StringVar(&o.tool, "tool", "", "")
-	fs.Var(listValue{&o.arguments}, "arguments", "")
-	fs.StringVar(&o.response, "response", "", "")
-	fs.BoolVar(&o.json, "json", false, "")
-	fs.StringVar(&o.plugin, "plugin", "", "")
-	o.register(fs)
-	files, code, ok := parseFlags(fs, args, stdout, stderr)
+	fs := o.newFlags("check")
+	files, code, ok := o.parse(fs, args, env, stdout, stderr)
 	if !ok {
 		return code
 	}
@@ -1081,7 +1325,7 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer, env envi
 		fmt.Fprintf(stderr, "netbox-plugin-bridge check: "+format+"; run 'netbox-plugin-bridge help check'\n", a...)
 		return exitUsage
 	}
-	if _, _, err := loadPolicy(&o, env); err != nil {
+	if _, _, err := loadPolicy(&o); err != nil {
 		return fail("%v", err) // a typo in the safety switch is loud everywhere
 	}
 	switch {
@@ -1089,8 +1333,8 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer, env envi
 		return fail("--plugin checks a plugin live: give no manifest file, --tool or --response")
 	case o.plugin != "":
 		return runLiveCheck(&o, stdin, stdout, stderr, env, fail)
-	case o.demo || o.profile != "" || o.timeout != 0 || o.allowMutations.set:
-		return fail("--demo, --profile, --timeout and --allow-mutations go with --plugin")
+	case o.demo || o.profile != "" || o.timeout != 0 || o.typed(fs, "allow-mutations") || o.typed(fs, "branch"):
+		return fail("--demo, --profile, --timeout, --allow-mutations and --branch go with --plugin")
 	case len(files) == 0:
 		return fail("give one or more manifest files, or - for standard input")
 	case o.tool == "" && (len(o.arguments) > 0 || o.response != ""):
@@ -1281,7 +1525,7 @@ func checkTool(ctx context.Context, c *client, ct catalogTool, given map[string]
 		lt.note = fmt.Sprintf("not called: it needs arguments; give --arguments %s=JSON", t.name)
 		return lt
 	}
-	p, _ := prepare(ct, build([]byte(args)), callOptions{})
+	p, _ := prepare(ct, build([]byte(args)), callOptions{}, "")
 	anon := p.req
 	anon.anon = true
 	if !hasArgs {

@@ -8,7 +8,6 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -447,19 +446,16 @@ func TestTimeoutSetting(t *testing.T) {
 		if cfg := mustLoad(t, &options{}, env(value)); cfg.timeout != want {
 			t.Errorf("NETBOX_TIMEOUT=%q: %v, want %v", value, cfg.timeout, want)
 		}
-		fs := flag.NewFlagSet("scan", flag.ContinueOnError)
 		var o options
-		o.register(fs)
-		if _, _, ok := parseFlags(fs, []string{"--timeout", value}, io.Discard, io.Discard); !ok || o.timeout != want {
+		if _, _, ok := o.parse(o.newFlags("scan"), []string{"--timeout", value}, env(""), io.Discard, io.Discard); !ok || o.timeout != want {
 			t.Errorf("--timeout %s: %v, want %v", value, o.timeout, want)
 		}
 	}
 	for _, value := range invalid {
 		loadFails(t, &options{}, env(value), "NETBOX_TIMEOUT: ")
 		var errOut bytes.Buffer
-		fs := flag.NewFlagSet("scan", flag.ContinueOnError)
-		(&options{}).register(fs)
-		if _, code, ok := parseFlags(fs, []string{"--timeout=" + value}, io.Discard, &errOut); ok || code != 2 || !strings.Contains(errOut.String(), "--timeout") {
+		var o options
+		if _, code, ok := o.parse(o.newFlags("scan"), []string{"--timeout=" + value}, env(""), io.Discard, &errOut); ok || code != 2 || !strings.Contains(errOut.String(), "--timeout") {
 			t.Errorf("--timeout=%q: accepted or unclear: %q", value, errOut.String())
 		}
 	}
@@ -512,7 +508,7 @@ func TestWritePolicySetting(t *testing.T) {
 			if o.allowMutations.set {
 				env = testEnv(t.TempDir(), map[string]string{"NETBOX_MCP_ALLOW_MUTATIONS": "proxbox"}) // the flag wins, even over a bad value
 			}
-			p, confirm, err := loadPolicy(o, env)
+			p, confirm, err := policyOf(t, o.args(), env)
 			if err != nil || confirm != "auto" {
 				t.Errorf("%q (flag %t): %v, confirm %q", value, o.allowMutations.set, err, confirm)
 				continue
@@ -524,7 +520,7 @@ func TestWritePolicySetting(t *testing.T) {
 	}
 	for _, value := range invalid {
 		for setting, o := range map[string]*options{"NETBOX_MCP_ALLOW_MUTATIONS": {}, "--allow-mutations": {allowMutations: optionalValue{value, true}}} {
-			_, _, err := loadPolicy(o, testEnv(t.TempDir(), map[string]string{"NETBOX_MCP_ALLOW_MUTATIONS": value}))
+			_, _, err := policyOf(t, o.args(), testEnv(t.TempDir(), map[string]string{"NETBOX_MCP_ALLOW_MUTATIONS": value}))
 			if err == nil || !strings.HasPrefix(err.Error(), setting+": ") {
 				t.Errorf("%s=%q: %v, want a configuration error naming %s", setting, value, err, setting)
 			}
@@ -533,33 +529,45 @@ func TestWritePolicySetting(t *testing.T) {
 	// The bare flag means every tool; the flag parser takes both forms.
 	for args, want := range map[string]verdicts{"--allow-mutations": {true, true, true}, "--allow-mutations=proxbox.*": {false, true, false},
 		"-allow-mutations=false": {}} {
-		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-		var o options
-		o.register(fs)
-		if _, _, ok := parseFlags(fs, []string{args}, io.Discard, io.Discard); !ok {
-			t.Fatalf("%s: not parsed", args)
-		}
-		if p, _, err := loadPolicy(&o, testEnv(t.TempDir(), nil)); err != nil || (verdicts{p.allows(ex), p.allows(px), p.allows(other)}) != want {
+		if p, _, err := policyOf(t, []string{args}, testEnv(t.TempDir(), nil)); err != nil || (verdicts{p.allows(ex), p.allows(px), p.allows(other)}) != want {
 			t.Errorf("%s: %v %+v, want %+v", args, err, p, want)
 		}
 	}
 	// Confirmation modes: the four words, in the flag or the variable.
 	for _, mode := range []string{"auto", "destructive", "writes", "off"} {
-		if _, got, err := loadPolicy(&options{}, testEnv(t.TempDir(), map[string]string{"NETBOX_MCP_CONFIRM": mode})); err != nil || got != mode {
+		if _, got, err := policyOf(t, nil, testEnv(t.TempDir(), map[string]string{"NETBOX_MCP_CONFIRM": mode})); err != nil || got != mode {
 			t.Errorf("NETBOX_MCP_CONFIRM=%s: %q %v", mode, got, err)
 		}
-		if _, got, err := loadPolicy(&options{confirm: mode}, testEnv(t.TempDir(), map[string]string{"NETBOX_MCP_CONFIRM": "bogus"})); err != nil || got != mode {
+		if _, got, err := policyOf(t, []string{"--confirm", mode}, testEnv(t.TempDir(), map[string]string{"NETBOX_MCP_CONFIRM": "bogus"})); err != nil || got != mode {
 			t.Errorf("--confirm %s: %q %v", mode, got, err)
 		}
 	}
 	for _, mode := range []string{"always", "yes", "none", "write"} {
-		if _, _, err := loadPolicy(&options{}, testEnv(t.TempDir(), map[string]string{"NETBOX_MCP_CONFIRM": mode})); err == nil || !strings.Contains(err.Error(), "NETBOX_MCP_CONFIRM: ") {
+		if _, _, err := policyOf(t, nil, testEnv(t.TempDir(), map[string]string{"NETBOX_MCP_CONFIRM": mode})); err == nil || !strings.Contains(err.Error(), "NETBOX_MCP_CONFIRM: ") {
 			t.Errorf("NETBOX_MCP_CONFIRM=%s: %v", mode, err)
 		}
-		if _, _, err := loadPolicy(&options{confirm: mode}, testEnv(t.TempDir(), nil)); err == nil || !strings.Contains(err.Error(), "--confirm: ") {
+		if _, _, err := policyOf(t, []string{"--confirm", mode}, testEnv(t.TempDir(), nil)); err == nil || !strings.Contains(err.Error(), "--confirm: ") {
 			t.Errorf("--confirm %s: %v", mode, err)
 		}
 	}
+}
+
+// policyOf resolves the write policy of serve's command line under env.
+func policyOf(t *testing.T, args []string, env environment) (writePolicy, string, error) {
+	t.Helper()
+	var o options
+	if _, _, ok := o.parse(o.newFlags("serve"), args, env, io.Discard, io.Discard); !ok {
+		t.Fatalf("%v: not parsed", args)
+	}
+	return loadPolicy(&o)
+}
+
+// args is the command line that sets the flag an options value holds.
+func (o *options) args() []string {
+	if !o.allowMutations.set {
+		return nil
+	}
+	return []string{"--allow-mutations=" + o.allowMutations.value}
 }
 
 func TestConfigErrorsNeverShowTheToken(t *testing.T) {
@@ -729,7 +737,7 @@ func TestScanCommandJSON(t *testing.T) {
 	f.setPlugin("broken", &fakePlugin{manifest: "{"})
 	scanEnv(t, map[string]string{"NETBOX_URL": f.URL, "NETBOX_TOKEN": fakeToken})
 	code, out, _ := runCLI(t, "scan", "--json")
-	want := string(catalogDocument(scanAllOK(t, f.client()))) + "\n"
+	want := string(catalogDocument(scanAllOK(t, f.client()), false)) + "\n"
 	if code != 1 || out != want {
 		t.Errorf("scan --json: %d\n%s\nwant\n%s", code, out, want)
 	}
@@ -738,7 +746,7 @@ func TestScanCommandJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, _ = runCLI(t, "scan", "--json", "--plugin", "example")
-	if want := string(catalogDocument(cat)) + "\n"; code != 0 || out != want {
+	if want := string(catalogDocument(cat, true)) + "\n"; code != 0 || out != want {
 		t.Errorf("scan --json --plugin example: %d\n%s\nwant\n%s", code, out, want)
 	}
 	code, out, _ = runCLI(t, "scan", "--plugin", "broken", "--json")
@@ -1949,10 +1957,10 @@ func BenchmarkCatalogDocument(b *testing.B) {
 		cat.add(slug, m)
 	}
 	cat.sort()
-	b.SetBytes(int64(len(catalogDocument(cat))))
+	b.SetBytes(int64(len(catalogDocument(cat, true))))
 	b.ReportAllocs()
 	for b.Loop() {
-		catalogDocument(cat)
+		catalogDocument(cat, true)
 	}
 }
 
@@ -2109,8 +2117,8 @@ func TestServeMemoryBounded(t *testing.T) {
 			}
 			p := startServe(t, s.env(t))
 			start := time.Now()
-			for id := 1; id <= 32; id++ {
-				p.send(toolCall(id, "plugin_list_tools", "{}"))
+			for id := 1; id <= 32; id++ { // 32 callers: no scan is shared
+				p.send(toolCall(id, "plugin_list_tools", fmt.Sprintf(`{"header": ["X-Caller: %d"]}`, id)))
 			}
 			for range 32 {
 				line := p.reply()
@@ -2605,7 +2613,9 @@ func httpBridge(t *testing.T, f *fakeNetBox, shared bool, bearer string, log io.
 	if !shared {
 		b.client.auth = "" // no configured token: each caller brings their own
 	}
-	srv := httptest.NewServer(httpHandler(newMCPServer(b, slog.New(slog.NewTextHandler(io.Discard, nil))), bearer, logger))
+	front := newFront(newMCPServer(b, slog.New(slog.NewTextHandler(io.Discard, nil))), logger)
+	front.bearer = bearer
+	srv := httptest.NewServer(front)
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -2697,7 +2707,7 @@ func TestHTTPCallerTokens(t *testing.T) {
 	}
 	for _, rec := range recs {
 		if rec["token_source"] != "http" || !strings.HasPrefix(rec["remote"].(string), "127.0.0.1:") ||
-			rec["token"] != "nbt_alice1" && rec["token"] != "v1" {
+			rec["token"] != "nbt_alice1" && rec["token"] != specV1Name(strings.TrimPrefix(tokens[1], "Token ")) {
 			t.Errorf("audit %v", rec)
 		}
 	}
@@ -2831,7 +2841,7 @@ func TestHTTPNoConfirmation(t *testing.T) {
 	for mode, want := range map[string]string{"writes": "not_confirmed", "destructive": "not_confirmed", "auto": ""} {
 		b := newBridge(f, true)
 		b.client.auth, b.confirm = "", mode
-		srv := httptest.NewServer(httpHandler(newMCPServer(b, slog.New(slog.NewTextHandler(io.Discard, nil))), "", slog.New(slog.NewTextHandler(io.Discard, nil))))
+		srv := httptest.NewServer(newFront(newMCPServer(b, slog.New(slog.NewTextHandler(io.Discard, nil))), slog.New(slog.NewTextHandler(io.Discard, nil))))
 		cs := httpSession(t, srv.URL, "Bearer nbt_k1.s1", protocolVersions[0])
 		r := callInv(t, cs, "purge", map[string]any{})
 		if r.code() != want || want != "" && !strings.Contains(r.text, "cannot ask a human over stateless HTTP") {

@@ -31,6 +31,7 @@ type manifest struct {
 // tool is one validated descriptor with its compiled schemas.
 type tool struct {
 	name, title, method, path, effect string
+	summary                           string  // the description's first sentence, for the catalog index
 	descriptor                        []byte  // compact, as in the manifest, outputSchema null when absent
 	input                             *schema // root of inputSchema
 	output                            *schema // nil when absent
@@ -192,8 +193,27 @@ func (ps *problems) checkTool(v value, loc string, scratch *[]byte) *tool {
 	if len(*ps) > before {
 		return nil
 	}
-	t.title, t.descriptor = title, encodeDescriptor(v, scratch)
+	t.title, t.summary, t.descriptor = title, firstSentence(description), encodeDescriptor(v, scratch)
 	return t
+}
+
+// summaryLimit bounds a summary in the catalog index (SPEC §9).
+const summaryLimit = 160
+
+// firstSentence is a description's first sentence, its white space made
+// single spaces, clipped to summaryLimit characters.
+func firstSentence(d string) string {
+	for i := 0; i < len(d); i++ {
+		if strings.IndexByte(".!?", d[i]) >= 0 && (i+1 == len(d) || d[i+1] == ' ' || d[i+1] == '\n') {
+			d = d[:i+1]
+			break
+		}
+	}
+	d = strings.Join(strings.Fields(d), " ")
+	if r := []rune(d); len(r) > summaryLimit {
+		d = string(r[:summaryLimit-1]) + "…"
+	}
+	return d
 }
 
 // encodeDescriptor is the compact encoding of a valid descriptor, with

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -21,34 +22,30 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// ---- the MCP server ----
+// ---- the two tools ----
 
-const instructions = `This server exposes the operations NetBox plugins advertise (bridge v1).
-Call plugin_list_tools first: it returns every plugin tool with its input schema and effect.
-Then call plugin_call_tool with the plugin, the tool and arguments that match its inputSchema.
-Preview write and destructive tools with dry_run: true before running them; they run only when
-the operator allows them, and a human may be asked to confirm. An outcome_unknown error means a
-write may have happened: check before retrying.`
+// instructions are what a model reads first; TestModelFacingText counts
+// their tokens.
+const instructions = `Tools that NetBox plugins advertise (bridge v1). Call plugin_list_tools; when it returns an index, call it again with plugin to get input schemas. Then call plugin_call_tool with arguments matching the tool's inputSchema; dry_run: true shows the exact request without sending it. Writes run only where the operator allows them, some after a human confirms: a refused write must not be retried unless the user asks. outcome_unknown means a write may have happened: check NetBox before any retry.`
 
 // The two tools' own input schemas, compiled by the project's validator.
 const (
 	perCallProperties = `
-  "token": {"type": "string", "minLength": 1, "description": "NetBox API token for this call only, instead of the configured one."},
+  "token": {"type": "string", "minLength": 1, "description": "Only a NetBox API token the user gave for this call; omit it to act with the configured identity."},
   "header": {"type": "array", "maxItems": 100, "items": {"type": "string", "maxLength": 8192},
     "description": "Extra HTTP headers for every request of this call, as \"Name: value\" or \"Name=value\"."}}`
 	listToolsSchema = `{"type": "object", "additionalProperties": false, "properties": {
-  "plugin": {"type": "string", "description": "Only this plugin's tools (a slug such as \"proxbox\"); omit for every plugin."},` + perCallProperties + `}`
+  "plugin": {"type": "string", "description": "A plugin slug, as in the catalog: that plugin's tools with their input schemas."},` + perCallProperties + `}`
 	callToolSchema = `{"type": "object", "additionalProperties": false, "required": ["plugin", "tool"], "properties": {
   "plugin": {"type": "string", "description": "Plugin slug, as in plugin_list_tools."},
   "tool": {"type": "string", "description": "Tool name within the plugin (the part after the dot of qualified_name)."},
   "arguments": {"type": "object", "description": "Arguments matching the tool's inputSchema.", "default": {}},
-  "dry_run": {"type": "boolean", "default": false, "description": "Discover and validate, and show the request that would be sent, without sending it."},` + perCallProperties + `}`
+  "dry_run": {"type": "boolean", "default": false, "description": "Validate and show the exact request without sending it; use it before a write."},` + perCallProperties + `}`
 )
 
 // requestLimits bound a tool's own arguments: one instance plus its envelope.
@@ -68,66 +65,23 @@ func mustCompileTool(src string) *schema {
 	panic(fmt.Sprint(err, ps))
 }
 
-// writePolicy is the mutation switch and its allow-list (SPEC §13).
-type writePolicy struct {
-	all     bool
-	entries []string // "plugin.tool" or "plugin.*"
-	setting string   // the flag or variable that set it
-}
-
-// parseWritePolicy reads a value of the switch: 1|true|yes|on for every
-// tool, 0|false|no|off or nothing for none, else a list of plugin.tool and
-// plugin.* entries. A typo in a safety switch must be loud, so anything else
-// is an error, never "off".
-func parseWritePolicy(s, setting string) (writePolicy, error) {
-	p := writePolicy{setting: setting}
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "1", "true", "yes", "on":
-		p.all = true
-		return p, nil
-	case "", "0", "false", "no", "off":
-		return p, nil
-	}
-	for _, e := range strings.Split(s, ",") {
-		e = strings.TrimSpace(e)
-		plugin, tool, ok := strings.Cut(e, ".")
-		switch {
-		case e == "":
-		case !ok || !slugPattern.MatchString(plugin) || tool != "*" && !toolNamePattern.MatchString(tool):
-			return writePolicy{}, fmt.Errorf("%s: %s is neither plugin.tool nor plugin.* (as in example.run_report,proxbox.*), nor one of 1, true, yes, on, 0, false, no, off",
-				setting, quote(e))
-		default:
-			p.entries = append(p.entries, e)
-		}
-	}
-	return p, nil
-}
-
-func (p writePolicy) allows(ct catalogTool) bool {
-	return p.all || slices.Contains(p.entries, ct.qualifiedName()) || slices.Contains(p.entries, ct.plugin+".*")
-}
-
-// refusal says why a write is not allowed and how to allow it.
-func (p writePolicy) refusal(ct catalogTool) string {
-	if len(p.entries) == 0 {
-		return fmt.Sprintf("%s is a %s tool and mutations are disabled: start the server with --allow-mutations=%s (or NETBOX_MCP_ALLOW_MUTATIONS=%[3]s) to run it, or preview it with dry_run: true",
-			ct.qualifiedName(), ct.tool.effect, ct.qualifiedName())
-	}
-	return fmt.Sprintf("%s is a %s tool that is not on the allow-list %s (%s): add %[1]s or %s.* to it to run it, or preview it with dry_run: true",
-		ct.qualifiedName(), ct.tool.effect, strings.Join(p.entries, ","), p.setting, ct.plugin)
-}
-
-// confirmModes are the values of --confirm (SPEC §13), the default first.
-var confirmModes = []string{"auto", "destructive", "writes", "off"}
-
 // bridge serves the two tools against one NetBox configuration.
 type bridge struct {
-	client  *client // and its configuration
-	cfgErr  error   // when set, every call answers config_error
-	policy  writePolicy
-	confirm string         // one of confirmModes
-	audit   *slog.Logger   // one record per write decision
-	calls   sync.WaitGroup // tool calls running
+	client      *client // and its configuration
+	cfgErr      error   // when set, every call answers config_error
+	policy      writePolicy
+	confirm     string // one of confirmModes
+	branchOnly  bool   // writes only into a branch (SPEC §16)
+	noCallToken bool   // NetBox credentials only from the configuration
+	audit       *slog.Logger
+	spent       spentStates
+	calls       sync.WaitGroup // tool calls running
+}
+
+// writable reports whether any write can pass the policy, which the
+// plugin_call_tool annotations tell clients (SPEC §9).
+func (b *bridge) writable() bool {
+	return b.cfgErr == nil && (b.policy.all || len(b.policy.entries) > 0) && !(b.branchOnly && b.client.branch == "")
 }
 
 func newMCPServer(b *bridge, logger *slog.Logger) *mcp.Server {
@@ -138,19 +92,27 @@ func newMCPServer(b *bridge, logger *slog.Logger) *mcp.Server {
 	})
 	yes, no := true, false
 	server.AddTool(&mcp.Tool{
-		Name:        "plugin_list_tools",
-		Title:       "List NetBox plugin tools",
-		Description: "Discover the tools that NetBox plugins advertise, with their input schemas, effects and annotations. Problems of individual plugins are listed beside the tools.",
+		Name:  "plugin_list_tools",
+		Title: "List NetBox plugin tools",
+		Description: "List the tools NetBox plugins offer, and the problems of plugins that failed. Without plugin: every tool, " +
+			"as an index of names and summaries when the catalog is large; with plugin: that plugin's tools with their input schemas.",
 		InputSchema: json.RawMessage(listToolsSchema),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, DestructiveHint: &no, OpenWorldHint: &no},
 	}, b.handler(listToolsInput, b.listTools))
-	server.AddTool(&mcp.Tool{
-		Name:        "plugin_call_tool",
-		Title:       "Call a NetBox plugin tool",
-		Description: "Call one plugin tool from plugin_list_tools with arguments matching its inputSchema. Reads run at once; writes run when the operator allows them; dry_run previews any call without sending it.",
+	call := &mcp.Tool{
+		Name:  "plugin_call_tool",
+		Title: "Call a NetBox plugin tool",
+		Description: "Call one plugin tool with arguments matching its inputSchema. Reads run at once; dry_run: true shows the request without sending it. " +
+			"Writes are off here: write tools can only be previewed.",
 		InputSchema: json.RawMessage(callToolSchema),
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: &yes},
-	}, b.handler(callToolInput, b.call))
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, DestructiveHint: &no, OpenWorldHint: &yes},
+	}
+	if b.writable() {
+		call.Description = strings.Replace(call.Description, "Writes are off here: write tools can only be previewed.",
+			"Writes run where the operator allows them, some after a human confirms.", 1)
+		call.Annotations = &mcp.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: &yes}
+	}
+	server.AddTool(call, b.handler(callToolInput, b.call))
 	return server
 }
 
@@ -203,11 +165,15 @@ func parseArgs(raw json.RawMessage, s *schema) (*callArgs, error) {
 // reservedHeaders are the caller header names the bridge itself controls
 // (SPEC §9): its own request headers, the method overrides, which would let
 // a read tool write, and the idempotency keys, which would let Go's client
-// resend a write. Conditional headers (If-*) are refused by prefix.
+// resend a write. Conditional headers (If-*) are refused by prefix, and
+// X-NetBox-Branch while a branch rule is in force (SPEC §16).
 var reservedHeaders = []string{"authorization", "proxy-authorization", "cookie", "host", "accept", "accept-encoding",
 	"content-type", "content-length", "content-encoding", "transfer-encoding", "connection", "upgrade", "te",
 	"trailer", "keep-alive", "expect", "x-http-method-override", "x-http-method", "x-method-override",
 	"idempotency-key", "x-idempotency-key"}
+
+// branchHeader selects a NetBox branch by its schema_id (SPEC §16).
+const branchHeader = "X-NetBox-Branch"
 
 // parseHeaders reads "Name: value" and "Name=value" entries.
 func parseHeaders(entries []value) (http.Header, error) {
@@ -235,39 +201,9 @@ func parseHeaders(entries []value) (http.Header, error) {
 	return h, nil
 }
 
-const (
-	safeToRetry = " Nothing was sent to the target operation; correct the call and retry."
-	notBlindly  = " The write may have taken effect on NetBox: do not retry blindly; check the plugin's state first."
-)
-
-// toolResult renders a result document as structured content and as its
-// JSON text.
-func toolResult(doc []byte) *mcp.CallToolResult {
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(doc)}}, StructuredContent: json.RawMessage(doc)}
-}
-
-// toolError renders an error as an isError result.
-func toolError(err error, a *callArgs) *mcp.CallToolResult {
-	var be *bridgeError
-	if !errors.As(err, &be) {
-		be = &bridgeError{Code: "discovery_failed", Message: err.Error()}
-	}
-	if a != nil {
-		be.Plugin = cmp.Or(be.Plugin, a.plugin)
-		be.Tool = cmp.Or(be.Tool, a.tool)
-	}
-	if !be.Dispatched && be.Code != "config_error" {
-		be.Message = strings.TrimSuffix(be.Message, ".") + "." + safeToRetry // SPEC §9: safe to correct and retry
-	}
-	doc, _ := json.Marshal(struct {
-		Error *bridgeError `json:"error"`
-	}{be})
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: be.Message}}, StructuredContent: json.RawMessage(doc)}
-}
-
 // handler adapts one of the two operations to a raw MCP tool handler: its
-// arguments validated against its published schema, the configuration
-// checked, and its result document or error rendered.
+// arguments validated against its published schema, the caller and the
+// configuration checked, and its result document or error rendered.
 func (b *bridge) handler(input *schema, run func(context.Context, *mcp.CallToolRequest, *callArgs) ([]byte, error)) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		b.calls.Add(1)
@@ -284,8 +220,14 @@ func (b *bridge) handler(input *schema, run func(context.Context, *mcp.CallToolR
 				err = caller.apply(&a.opts)
 			}
 		}
-		if err == nil && b.cfgErr != nil {
+		switch {
+		case err != nil:
+		case b.cfgErr != nil:
 			err = &bridgeError{Code: "config_error", Message: b.cfgErr.Error()}
+		case a.opts.authFrom == "per-call" && b.noCallToken:
+			err = &bridgeError{Code: "invalid_request", Message: "arguments.token: the operator allows NetBox credentials only from the configuration (--no-call-token); leave out token"}
+		case a.opts.header.Get(branchHeader) != "" && (b.client.branch != "" || b.branchOnly):
+			err = &bridgeError{Code: "invalid_request", Message: "arguments.header: X-NetBox-Branch is set by the bridge while the operator confines writes to a branch"}
 		}
 		var doc []byte
 		if err == nil {
@@ -305,9 +247,10 @@ func (b *bridge) handler(input *schema, run func(context.Context, *mcp.CallToolR
 // httpCaller is who calls over streamable HTTP (SPEC §14), put in the
 // request's context by the HTTP front: the caller's own NetBox
 // Authorization in the caller-token mode, "" when the configured token
-// serves everyone, and the peer address.
+// serves everyone, and the client's address.
 type httpCaller struct {
-	auth, remote string
+	auth         string
+	remote, peer string          // the client, and the peer when a trusted proxy forwarded it
 	ctx          context.Context // the HTTP request's: it ends with the request
 }
 
@@ -317,7 +260,7 @@ type callerKey struct{}
 // the configured one, and a per-call token is refused, since the HTTP
 // identity is the identity.
 func (c httpCaller) apply(opts *callOptions) error {
-	opts.remote = c.remote
+	opts.remote, opts.peer = c.remote, c.peer
 	switch {
 	case c.auth == "":
 	case opts.authFrom == "per-call":
@@ -328,62 +271,168 @@ func (c httpCaller) apply(opts *callOptions) error {
 	return nil
 }
 
-// callerAuthorization reads a caller's own NetBox token from its
-// Authorization header: exactly Bearer nbt_<key>.<secret> or Token <40
-// letters or digits>, the scheme in any case; it returns the header the
-// bridge sends on.
-func callerAuthorization(header string) (string, bool) {
-	scheme, token, _ := strings.Cut(header, " ")
-	alnum := func(s string) bool {
-		return s != "" && !strings.ContainsFunc(s, func(r rune) bool { return r >= utf8.RuneSelf || !isAlnum(byte(r)) })
-	}
-	switch key, secret, _ := strings.Cut(strings.TrimPrefix(token, "nbt_"), "."); {
-	case strings.EqualFold(scheme, "Bearer") && strings.HasPrefix(token, "nbt_") && alnum(key) && alnum(secret):
-		return "Bearer " + token, true
-	case strings.EqualFold(scheme, "Token") && len(token) == 40 && alnum(token):
-		return "Token " + token, true
-	}
-	return "", false
+// ---- results ----
+
+// nextSteps are what an error's message tells the model to do next (SPEC
+// §9): never to retry what a human refused or must allow.
+var nextSteps = map[string]string{
+	"invalid_request":    "Nothing was sent; correct the call and retry.",
+	"tool_not_found":     "Nothing was sent; correct the call and retry.",
+	"invalid_arguments":  "Nothing was sent; correct the call and retry.",
+	"mutations_disabled": "Nothing was sent: the operator has not allowed this write. Do not retry it unless the user asks you to, after allowing it.",
+	"not_confirmed":      "Nothing was sent: a human did not confirm this write. Do not retry it unless the user asks you to.",
+	"branch_required":    "Nothing was sent: the operator allows writes only into a NetBox branch, and none is configured. Do not retry it unless the user asks you to.",
+	"branch_unavailable": "Nothing was sent. Do not retry until the user says the branch is ready.",
+	"request_failed":     "Nothing was sent; retry once NetBox is reachable.",
+	"plugin_not_found":   "Nothing was sent to the target operation; it is safe to retry.",
+	"not_advertised":     "Nothing was sent to the target operation; it is safe to retry.",
+	"discovery_failed":   "Nothing was sent to the target operation; it is safe to retry.",
+	"outcome_unknown":    "The write may have taken effect on NetBox: do not retry blindly; check the plugin's state first.",
 }
+
+// toolResult renders a result document: the same JSON as structured content
+// and as text, no other copy.
+func toolResult(doc []byte) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(doc)}}, StructuredContent: json.RawMessage(doc)}
+}
+
+// toolError renders an error as an isError result.
+func toolError(err error, a *callArgs) *mcp.CallToolResult {
+	var be *bridgeError
+	if !errors.As(err, &be) {
+		be = &bridgeError{Code: "discovery_failed", Message: err.Error()}
+	}
+	if a != nil {
+		be.Plugin = cmp.Or(be.Plugin, a.plugin)
+		be.Tool = cmp.Or(be.Tool, a.tool)
+	}
+	if next := nextSteps[be.Code]; next != "" {
+		be.Message = strings.TrimSuffix(be.Message, ".") + ". " + next
+	}
+	doc, _ := json.Marshal(struct {
+		Error *bridgeError `json:"error"`
+	}{be})
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: be.Message}}, StructuredContent: json.RawMessage(doc)}
+}
+
+// ---- the catalog ----
+
+// What a model pays for the catalog (SPEC §9): every descriptor up to
+// fullCatalogLimit of JSON, else the index, whose titles go when it would
+// pass indexLimit.
+const (
+	fullCatalogLimit = 32 << 10
+	indexLimit       = 64 << 10
+	indexNext        = "Call plugin_list_tools with plugin for that plugin's tools with their input schemas."
+)
 
 // listTools is plugin_list_tools: one plugin, or a full scan with progress.
 func (b *bridge) listTools(ctx context.Context, req *mcp.CallToolRequest, a *callArgs) ([]byte, error) {
-	var cat *catalog
-	var err error
 	if a.plugin != "" {
-		cat, err = b.client.scanOne(ctx, a.plugin, a.opts)
-	} else {
-		if token := req.Params.GetProgressToken(); token != nil {
-			a.opts.progress = func(done, total int) {
-				req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token,
-					Progress: float64(done), Total: float64(total), Message: fmt.Sprintf("%d of %d plugins discovered", done, total)})
-			}
+		cat, err := b.client.scanOne(ctx, a.plugin, a.opts)
+		if err != nil {
+			return nil, err
 		}
-		cat, err = b.client.scanAll(ctx, a.opts)
+		return catalogDocument(cat, true), nil
 	}
+	if token := req.Params.GetProgressToken(); token != nil {
+		var stop func()
+		a.opts.progress, stop = progressSender(ctx, req, token)
+		defer stop()
+	}
+	cat, err := b.client.scanAll(ctx, a.opts)
 	if err != nil {
 		return nil, err
 	}
-	return catalogDocument(cat), nil
+	return catalogDocument(cat, false), nil
 }
 
-// catalogDocument renders a catalog as the plugin_list_tools result (SPEC §9):
-// each descriptor exactly as in its manifest, plus plugin, qualified_name and
-// request_path.
-func catalogDocument(cat *catalog) []byte {
+// progressSender sends a call's progress from a goroutine of its own, so
+// that a slow client never slows the scan, and only ever a larger value
+// than it sent before (MCP asks for increasing values). stop ends it
+// before the call's result goes out.
+func progressSender(ctx context.Context, req *mcp.CallToolRequest, token any) (update func(done, total int), stop func()) {
+	var mu sync.Mutex
+	var latest [2]int
+	wake, stopped, ended := make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		sent := 0
+		for last := false; !last; {
+			select {
+			case <-wake:
+			case <-stopped:
+				last = true // the final value still goes out, before the result
+			}
+			mu.Lock()
+			v := latest
+			mu.Unlock()
+			if v[0] > sent {
+				sent = v[0]
+				req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token,
+					Progress: float64(v[0]), Total: float64(v[1]), Message: fmt.Sprintf("%d of %d plugins discovered", v[0], v[1])})
+			}
+		}
+	}()
+	update = func(done, total int) {
+		mu.Lock()
+		latest = [2]int{max(done, latest[0]), total}
+		mu.Unlock()
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	return update, func() { close(stopped); <-ended }
+}
+
+// catalogDocument renders a catalog as the plugin_list_tools result (SPEC
+// §9): every descriptor when full is set or the document fits
+// fullCatalogLimit, else the index.
+func catalogDocument(cat *catalog, full bool) []byte {
+	if doc := renderCatalog(cat, "full", false); full || len(doc) <= fullCatalogLimit {
+		return doc
+	}
+	if doc := renderCatalog(cat, "index", true); len(doc) <= indexLimit {
+		return doc
+	}
+	return renderCatalog(cat, "index", false)
+}
+
+// renderCatalog renders the full document, each descriptor exactly as in
+// its manifest plus plugin, qualified_name and request_path, or the index,
+// with titles or without.
+func renderCatalog(cat *catalog, detail string, titles bool) []byte {
 	size := 64
 	for _, t := range cat.tools {
 		size += len(t.tool.descriptor) + 2*len(t.plugin) + len(t.requestPath) + 64
 	}
-	b := append(make([]byte, 0, size), `{"schema_version":"1","tools":[`...)
+	if detail != "full" {
+		size = 512 + 300*len(cat.tools)
+	}
+	b := append(make([]byte, 0, size), `{"schema_version":"1","detail":`...)
+	b = appendString(b, detail)
+	b = append(b, `,"tools":[`...)
 	for i, t := range cat.tools {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, t.tool.descriptor[:len(t.tool.descriptor)-1]...) // without its '}'
-		b = appendString(append(b, `,"plugin":`...), t.plugin)
+		if detail == "full" {
+			b = append(b, t.tool.descriptor[:len(t.tool.descriptor)-1]...) // without its '}'
+			b = appendString(append(b, `,"plugin":`...), t.plugin)
+			b = appendString(append(b, `,"qualified_name":`...), t.qualifiedName())
+			b = appendString(append(b, `,"request_path":`...), t.requestPath)
+			b = append(b, '}')
+			continue
+		}
+		b = appendString(append(b, `{"plugin":`...), t.plugin)
+		b = appendString(append(b, `,"name":`...), t.tool.name)
 		b = appendString(append(b, `,"qualified_name":`...), t.qualifiedName())
-		b = appendString(append(b, `,"request_path":`...), t.requestPath)
+		b = appendString(append(b, `,"effect":`...), t.tool.effect)
+		if titles {
+			b = appendString(append(b, `,"title":`...), t.tool.title)
+		}
+		b = appendString(append(b, `,"summary":`...), t.tool.summary)
 		b = append(b, '}')
 	}
 	b = append(b, `],"problems":[`...)
@@ -396,13 +445,26 @@ func catalogDocument(cat *catalog) []byte {
 		b = appendString(append(b, `,"error":`...), p.Error)
 		b = append(b, '}')
 	}
+	if detail != "full" {
+		return append(appendString(append(b, `],"next":`...), indexNext), '}')
+	}
 	return append(b, "]}"...)
 }
 
-// call discovers the plugin, validates the arguments and dispatches the
-// target request: a read at once, a write when the write policy allows it.
+// ---- dispatch ----
+
+// call discovers the plugin (and looks its branch up at the same time),
+// validates the arguments and dispatches the target request: a read at
+// once, a write when the write policy allows it.
 func (b *bridge) call(ctx context.Context, req *mcp.CallToolRequest, a *callArgs) ([]byte, error) {
+	var schemaID string
+	var branchErr error
+	var looked sync.WaitGroup
+	if b.client.branch != "" {
+		looked.Go(func() { schemaID, branchErr = b.client.branchSchema(ctx, a.opts) })
+	}
 	cat, err := b.client.scanOne(ctx, a.plugin, a.opts)
+	looked.Wait()
 	if err != nil {
 		return nil, err
 	}
@@ -410,14 +472,16 @@ func (b *bridge) call(ctx context.Context, req *mcp.CallToolRequest, a *callArgs
 	if err != nil {
 		return nil, err
 	}
-	p, err := prepare(ct, a.arguments, a.opts)
+	p, err := prepare(ct, a.arguments, a.opts, schemaID)
 	switch {
 	case err != nil:
 		return nil, err
 	case ct.tool.effect != "read":
-		return b.write(ctx, req, a, p)
+		return b.write(ctx, req, a, p, branchErr)
+	case branchErr != nil:
+		return nil, branchErr
 	case a.dryRun:
-		return dryRunDocument(p, a.arguments, ""), nil
+		return dryRunDocument(p, a.arguments, b.client.branch, ""), nil
 	}
 	doc, _, err := b.dispatch(ctx, p)
 	return doc, err
@@ -438,20 +502,29 @@ func (cat *catalog) find(name string) (catalogTool, error) {
 
 // prepared is a validated call of one tool, ready to dispatch.
 type prepared struct {
-	ct    catalogTool
-	req   request
-	query value // the dry-run view of req.query
+	ct     catalogTool
+	req    request
+	query  value       // the dry-run view of req.query
+	caller http.Header // the caller's own headers, without the bridge's
 }
 
 // prepare validates arguments against the tool's inputSchema and builds
-// its request (SPEC §9): a read's query, or a write's JSON body.
-func prepare(ct catalogTool, arguments value, opts callOptions) (prepared, error) {
+// its request (SPEC §9): a read's query, or a write's JSON body, and the
+// branch header when a branch is in force.
+func prepare(ct catalogTool, arguments value, opts callOptions, schemaID string) (prepared, error) {
 	args := encode(arguments)
 	if err := ct.tool.input.validateBytes(args, instanceLimits, "arguments"); err != nil {
 		return prepared{}, &bridgeError{Code: "invalid_arguments", Message: err.Error()}
 	}
-	p := prepared{ct: ct, query: value{kind: kindObject, obj: []member{}},
+	p := prepared{ct: ct, query: value{kind: kindObject, obj: []member{}}, caller: opts.header,
 		req: request{method: ct.tool.method, path: ct.requestPath, header: opts.header, auth: opts.auth, limit: instanceLimits.bytes}}
+	if schemaID != "" {
+		p.req.header = opts.header.Clone()
+		if p.req.header == nil {
+			p.req.header = http.Header{}
+		}
+		p.req.header.Set(branchHeader, schemaID)
+	}
 	if ct.tool.effect == "read" {
 		var q url.Values
 		q, p.query = encodeQuery(arguments, ct.tool.input)
@@ -460,239 +533,6 @@ func prepare(ct catalogTool, arguments value, opts callOptions) (prepared, error
 		p.req.body = args
 	}
 	return p, nil
-}
-
-// dispatch sends the request once and renders its answer.
-func (b *bridge) dispatch(ctx context.Context, p prepared) ([]byte, *response, error) {
-	resp, err := b.client.do(ctx, p.req)
-	if resp != nil {
-		defer resp.release()
-	}
-	doc, err := responseDocument(p.ct, resp, err)
-	return doc, resp, err
-}
-
-// write decides a call of a write or destructive tool (SPEC §13): a dry
-// run, refused by the allow-list, not confirmed, or dispatched; each
-// decision is one audit record.
-func (b *bridge) write(ctx context.Context, req *mcp.CallToolRequest, a *callArgs, p prepared) (doc []byte, err error) {
-	refusal := ""
-	if !b.policy.allows(p.ct) {
-		refusal = b.policy.refusal(p.ct)
-	}
-	var decision string
-	var attrs []any
-	switch {
-	case a.dryRun:
-		decision, doc = "dry_run", dryRunDocument(p, a.arguments, refusal)
-	case refusal != "":
-		decision, err = "mutations_disabled", &bridgeError{Code: "mutations_disabled", Message: refusal}
-	default:
-		if err = b.confirmWrite(ctx, req, p); err != nil {
-			var ask *inputRequired
-			if errors.As(err, &ask) {
-				return nil, err // not decided yet: the client asks and calls again
-			}
-			decision = "not_confirmed"
-			break
-		}
-		start := time.Now()
-		var resp *response
-		doc, resp, err = b.dispatch(ctx, p)
-		decision = "dispatched"
-		if resp != nil {
-			attrs = append(attrs, "status", resp.status)
-			if id := resp.header.Get("X-Request-ID"); id != "" {
-				attrs = append(attrs, "request_id", clip(id, clipLimit))
-			}
-		}
-		if be := (*bridgeError)(nil); errors.As(err, &be) && be.Outcome != "" {
-			attrs = append(attrs, "outcome", be.Outcome)
-		}
-		attrs = append(attrs, "duration_ms", time.Since(start).Milliseconds())
-	}
-	b.auditWrite(ctx, p, a.opts, decision, attrs)
-	return doc, err
-}
-
-// auditWrite logs one write decision: never the body, never a secret.
-func (b *bridge) auditWrite(ctx context.Context, p prepared, opts callOptions, decision string, attrs []any) {
-	if b.audit == nil {
-		return
-	}
-	auth, source := cmp.Or(opts.auth, b.client.auth), cmp.Or(opts.authFrom, "configured")
-	token := "none"
-	if scheme, secret, _ := strings.Cut(auth, " "); scheme == "Bearer" {
-		token = "v2" // only the key of nbt_<key>.<secret> is shown, never more
-		if key, _, found := strings.Cut(secret, "."); found {
-			token = key
-		}
-	} else if auth != "" {
-		token = "v1"
-	}
-	attrs = append([]any{"plugin", p.ct.plugin, "tool", p.ct.tool.name, "effect", p.ct.tool.effect, "method", p.ct.tool.method,
-		"path", p.ct.requestPath, "decision", decision}, attrs...)
-	attrs = append(attrs, "token", token, "token_source", source)
-	if opts.remote != "" {
-		attrs = append(attrs, "remote", opts.remote)
-	}
-	b.audit.InfoContext(ctx, "write", attrs...)
-}
-
-// The question put to a human before a write (SPEC §13).
-const (
-	confirmSchema    = `{"type": "object", "properties": {"confirm": {"type": "boolean", "title": "Send this request to NetBox"}}, "required": ["confirm"]}`
-	confirmBodyLimit = 4 << 10
-)
-
-// confirmTimeout bounds how long a question stays open; tests shorten it.
-var confirmTimeout = 10 * time.Minute
-
-// confirmKey signs the request a 2026-07-28 client is asked about, so that
-// its answer confirms that request and no other.
-var confirmKey = func() []byte {
-	k := make([]byte, 32)
-	rand.Read(k)
-	return k
-}()
-
-// requestState signs the request a 2026-07-28 client is asked about: who
-// sends it (the token and caller headers), the tool, its effect, the exact
-// request, when the question was asked, and a nonce of this question.
-func requestState(p prepared, asked time.Time, nonce string) string {
-	mac := hmac.New(sha256.New, confirmKey)
-	fmt.Fprintf(mac, "%d\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00", asked.Unix(), nonce, p.ct.qualifiedName(), p.ct.tool.effect,
-		p.req.method, p.req.path, p.req.query, p.req.auth)
-	p.req.header.Write(mac) // in sorted order
-	mac.Write(p.req.body)
-	return strconv.FormatInt(asked.Unix(), 10) + "." + nonce + "." + hex.EncodeToString(mac.Sum(nil))
-}
-
-// checkState reports whether state is one requestState gave for p, and when.
-func checkState(p prepared, state string) (time.Time, bool) {
-	parts := strings.SplitN(state, ".", 3)
-	secs, err := strconv.ParseInt(parts[0], 10, 64)
-	asked := time.Unix(secs, 0)
-	return asked, err == nil && len(parts) == 3 && hmac.Equal([]byte(state), []byte(requestState(p, asked, parts[1])))
-}
-
-// spent holds the request states whose answer was used, until they expire:
-// one confirmation sends one request, once.
-var spent = struct {
-	sync.Mutex
-	states map[string]time.Time
-}{states: map[string]time.Time{}}
-
-func spend(state string, asked time.Time) bool {
-	spent.Lock()
-	defer spent.Unlock()
-	for s, t := range spent.states {
-		if time.Since(t) > confirmTimeout {
-			delete(spent.states, s)
-		}
-	}
-	if _, used := spent.states[state]; used {
-		return false
-	}
-	spent.states[state] = asked
-	return true
-}
-
-// inputRequired is a question a 2026-07-28 client answers by calling again
-// with the answer (multi round-trip requests): the handler returns it as
-// the call's result.
-type inputRequired struct{ result *mcp.CallToolResult }
-
-func (*inputRequired) Error() string { return "input required" }
-
-// confirmWrite returns nil when p may be dispatched: the confirmation mode
-// does not ask for it, or a human confirmed exactly this request.
-func (b *bridge) confirmWrite(ctx context.Context, req *mcp.CallToolRequest, p prepared) error {
-	var caps *mcp.ElicitationCapabilities
-	version := ""
-	_, stateless := ctx.Value(callerKey{}).(httpCaller)
-	if req != nil && req.Session != nil && !stateless {
-		if session := req.Session.InitializeParams(); session != nil && session.Capabilities != nil {
-			version, caps = session.ProtocolVersion, session.Capabilities.Elicitation
-		}
-		// A 2026-07-28 request declares its own version and capabilities.
-		if v, ok := req.Params.Meta["io.modelcontextprotocol/protocolVersion"].(string); ok {
-			var declared struct {
-				Elicitation *mcp.ElicitationCapabilities `json:"elicitation"`
-			}
-			raw, _ := json.Marshal(req.Params.Meta["io.modelcontextprotocol/clientCapabilities"])
-			json.Unmarshal(raw, &declared)
-			version, caps = v, declared.Elicitation
-		}
-	}
-	canAsk := caps != nil && (caps.Form != nil || caps.URL == nil) // {} is form, from before 2025-11-25
-	destructive := p.ct.tool.effect == "destructive"
-	switch {
-	case b.confirm == "off", b.confirm == "auto" && !(destructive && canAsk), b.confirm == "destructive" && !destructive:
-		return nil
-	}
-	refuse := func(why string) error {
-		return &bridgeError{Code: "not_confirmed", Message: fmt.Sprintf("%s was not sent: %s; nothing reached NetBox", p.ct.qualifiedName(), why)}
-	}
-	if !canAsk {
-		how := "the client cannot ask a human: it does not support MCP form elicitation"
-		if stateless {
-			how = "the server cannot ask a human over stateless HTTP"
-		}
-		return refuse(fmt.Sprintf("--confirm %s needs a human's confirmation, and %s", b.confirm, how))
-	}
-	params := &mcp.ElicitParams{Mode: "form", Message: confirmMessage(p), RequestedSchema: json.RawMessage(confirmSchema)}
-	var answer *mcp.ElicitResult
-	if version >= "2026-07-28" {
-		var ok bool
-		answer, ok = req.Params.InputResponses["confirm"].(*mcp.ElicitResult)
-		switch asked, valid := checkState(p, req.Params.RequestState); {
-		case !ok || !valid:
-			return &inputRequired{&mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"confirm": params}, RequestState: requestState(p, time.Now(), rand.Text())}}
-		case time.Since(asked) > confirmTimeout:
-			return refuse(fmt.Sprintf("the answer came more than %v after the question", confirmTimeout))
-		case !spend(req.Params.RequestState, asked):
-			return refuse("this answer was already used for a request: a confirmation sends one request once")
-		}
-	} else {
-		ctx, cancel := context.WithTimeout(ctx, confirmTimeout)
-		defer cancel()
-		var err error
-		answer, err = req.Session.Elicit(ctx, params)
-		switch {
-		case errors.Is(ctx.Err(), context.DeadlineExceeded):
-			return refuse(fmt.Sprintf("no answer came within %v", confirmTimeout))
-		case ctx.Err() != nil:
-			return refuse("the call was cancelled while the question was open")
-		case err != nil:
-			return refuse("the client could not ask: " + clip(err.Error(), clipLimit))
-		}
-	}
-	switch {
-	case answer.Action == "accept" && answer.Content["confirm"] == true:
-		return nil
-	case answer.Action == "accept":
-		return refuse("the human answered without confirming it")
-	case answer.Action == "decline":
-		return refuse("the human declined it")
-	case answer.Action == "cancel":
-		return refuse("the human dismissed the question")
-	}
-	return refuse(fmt.Sprintf("the client answered %s", quote(clip(answer.Action, 40))))
-}
-
-// confirmMessage states the exact request: tool, effect, method, path and
-// query, and the body clipped to 4 KiB.
-func confirmMessage(p prepared) string {
-	target := p.req.path
-	if p.req.query != "" {
-		target += "?" + p.req.query
-	}
-	body := string(p.req.body)
-	if len(body) > confirmBodyLimit {
-		body = clip(body, confirmBodyLimit) + fmt.Sprintf("\n(clipped: the body is %d bytes; the first %d are shown)", len(p.req.body), confirmBodyLimit)
-	}
-	return fmt.Sprintf("Send this request to NetBox? %s is a %s tool.\n\n%s %s\n%s", p.ct.qualifiedName(), p.ct.tool.effect, p.ct.tool.method, target, body)
 }
 
 // encodeQuery renders GET/HEAD arguments as a query (SPEC §9) and as the
@@ -739,9 +579,20 @@ func queryText(v value, s *schema) string {
 
 func stringValue(s string) value { return value{kind: kindString, s: s} }
 
-// dryRunDocument previews a call (SPEC §9); refusal says why a live call
-// would be refused, "" when it would be allowed.
-func dryRunDocument(p prepared, arguments value, refusal string) []byte {
+// dispatch sends the request once and renders its answer.
+func (b *bridge) dispatch(ctx context.Context, p prepared) ([]byte, *response, error) {
+	resp, err := b.client.do(ctx, p.req)
+	if resp != nil {
+		defer resp.release()
+	}
+	doc, err := responseDocument(p.ct, resp, err)
+	return doc, resp, err
+}
+
+// dryRunDocument previews a call (SPEC §9): in branch, when one is in
+// force; refusal says why a live call would be refused, "" when it would
+// be allowed.
+func dryRunDocument(p prepared, arguments value, branch, refusal string) []byte {
 	body := value{}
 	if p.req.body != nil {
 		body = arguments
@@ -751,10 +602,15 @@ func dryRunDocument(p prepared, arguments value, refusal string) []byte {
 		notice += " A live call would be refused: " + refusal
 	}
 	ct := p.ct
-	return encode(value{kind: kindObject, obj: []member{
+	doc := value{kind: kindObject, obj: []member{
 		{"dry_run", value{kind: kindBool, b: true}}, {"plugin", stringValue(ct.plugin)}, {"tool", stringValue(ct.tool.name)},
 		{"effect", stringValue(ct.tool.effect)}, {"method", stringValue(ct.tool.method)}, {"path", stringValue(ct.requestPath)},
-		{"query", p.query}, {"body", body}, {"allowed", value{kind: kindBool, b: refusal == ""}}, {"notice", stringValue(notice)}}})
+		{"query", p.query}, {"body", body}, {"allowed", value{kind: kindBool, b: refusal == ""}}, {"notice", stringValue(notice)}}}
+	if id := p.req.header.Get(branchHeader); id != "" {
+		doc.obj = append(doc.obj, member{"branch", stringValue(branch)},
+			member{"headers", value{kind: kindObject, obj: []member{{"X-NetBox-Branch", stringValue(id)}}}})
+	}
+	return encode(doc)
 }
 
 // keptHeaders are the response headers an agent sees, under SPEC §9's names.
@@ -833,7 +689,7 @@ func dispatchError(ct catalogTool, resp *response, err error) *bridgeError {
 	switch {
 	case ct.tool.effect != "read":
 		be.Code, be.Outcome = "outcome_unknown", "unknown"
-		be.Message = fmt.Sprintf("%s was sent, but its outcome is unknown: %s.%s", target, problem, notBlindly)
+		be.Message = fmt.Sprintf("%s was sent, but its outcome is unknown: %s", target, problem)
 	case resp != nil && (resp.status < 200 || resp.status > 399): // whatever its body
 		be.Code = "http_error"
 		be.Message = fmt.Sprintf("%s: %s. The read had no effect; fix the cause and retry.", target, problem)
@@ -843,6 +699,404 @@ func dispatchError(ct catalogTool, resp *response, err error) *bridgeError {
 	}
 	return be
 }
+
+// ---- write policy (SPEC §13, §16) ----
+
+// writePolicy is the mutation switch and its allow-list.
+type writePolicy struct {
+	all     bool
+	entries []string // "plugin.tool" or "plugin.*"
+	setting string   // the flag or variable that set it
+}
+
+// parseWritePolicy reads a value of the switch: 1|true|yes|on for every
+// tool, 0|false|no|off or nothing for none, else a list of plugin.tool and
+// plugin.* entries. A typo in a safety switch must be loud, so anything else
+// is an error, never "off".
+func parseWritePolicy(s, setting string) (writePolicy, error) {
+	p := writePolicy{setting: setting}
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "1", "true", "yes", "on":
+		p.all = true
+		return p, nil
+	case "", "0", "false", "no", "off":
+		return p, nil
+	}
+	for _, e := range strings.Split(s, ",") {
+		e = strings.TrimSpace(e)
+		plugin, tool, ok := strings.Cut(e, ".")
+		switch {
+		case e == "":
+		case !ok || !slugPattern.MatchString(plugin) || tool != "*" && !toolNamePattern.MatchString(tool):
+			return writePolicy{}, fmt.Errorf("%s: %s is neither plugin.tool nor plugin.* (as in example.run_report,proxbox.*), nor one of 1, true, yes, on, 0, false, no, off",
+				setting, quote(e))
+		default:
+			p.entries = append(p.entries, e)
+		}
+	}
+	return p, nil
+}
+
+func (p writePolicy) allows(ct catalogTool) bool {
+	return p.all || slices.Contains(p.entries, ct.qualifiedName()) || slices.Contains(p.entries, ct.plugin+".*")
+}
+
+// confirmModes are the values of --confirm, the default first.
+var confirmModes = []string{"auto", "destructive", "writes", "off"}
+
+// refusal is the code and message of a write the policy refuses, or "".
+func (b *bridge) refusal(ct catalogTool) (code, message string) {
+	name := ct.qualifiedName()
+	switch {
+	case b.branchOnly && b.client.branch == "":
+		return "branch_required", fmt.Sprintf("%s is a %s tool, and the operator allows writes only into a NetBox branch (--branch-only), but no branch is configured: a human must set --branch (NETBOX_BRANCH)",
+			name, ct.tool.effect)
+	case b.policy.allows(ct):
+		return "", ""
+	case len(b.policy.entries) == 0:
+		return "mutations_disabled", fmt.Sprintf("%s is a %s tool and mutations are disabled: a human must start the server with --allow-mutations=%s (or NETBOX_MCP_ALLOW_MUTATIONS=%[3]s) to allow it; dry_run: true previews it",
+			name, ct.tool.effect, name)
+	}
+	return "mutations_disabled", fmt.Sprintf("%s is a %s tool that is not on the allow-list %s (%s): a human must add %[1]s or %s.* to allow it; dry_run: true previews it",
+		name, ct.tool.effect, strings.Join(b.policy.entries, ","), b.policy.setting, ct.plugin)
+}
+
+// write decides a call of a write or destructive tool: a dry run, refused
+// by the policy or for its branch, not confirmed, or dispatched once. Each
+// decision is one audit record.
+func (b *bridge) write(ctx context.Context, req *mcp.CallToolRequest, a *callArgs, p prepared, branchErr error) (doc []byte, err error) {
+	code, refusal := b.refusal(p.ct)
+	var decision string
+	var attrs []any
+	switch {
+	case branchErr != nil && code == "":
+		decision, err = "branch_unavailable", branchErr
+	case a.dryRun:
+		decision, doc = "dry_run", dryRunDocument(p, a.arguments, b.client.branch, refusal)
+	case code != "":
+		decision, err = code, &bridgeError{Code: code, Message: refusal}
+	default:
+		if err = b.confirmWrite(ctx, req, p); err != nil {
+			var ask *inputRequired
+			if errors.As(err, &ask) {
+				return nil, err // not decided yet: the client asks and calls again
+			}
+			decision = "not_confirmed"
+			break
+		}
+		start := time.Now()
+		var resp *response
+		doc, resp, err = b.dispatch(ctx, p)
+		decision = "dispatched"
+		if resp != nil {
+			attrs = append(attrs, "status", resp.status)
+			if id := resp.header.Get("X-Request-ID"); id != "" {
+				attrs = append(attrs, "request_id", clip(id, clipLimit))
+			}
+		}
+		if be := (*bridgeError)(nil); errors.As(err, &be) && be.Outcome != "" {
+			attrs = append(attrs, "outcome", be.Outcome)
+		}
+		attrs = append(attrs, "duration_ms", time.Since(start).Milliseconds())
+	}
+	b.auditWrite(ctx, p, a.opts, decision, attrs)
+	return doc, err
+}
+
+// auditWrite logs one write decision (SPEC §13): the caller by its token's
+// public part, never the body, never a secret.
+func (b *bridge) auditWrite(ctx context.Context, p prepared, opts callOptions, decision string, attrs []any) {
+	if b.audit == nil {
+		return
+	}
+	attrs = append([]any{"kind", "audit", "plugin", p.ct.plugin, "tool", p.ct.tool.name, "effect", p.ct.tool.effect, "method", p.ct.tool.method,
+		"path", p.ct.requestPath, "decision", decision}, attrs...)
+	attrs = append(attrs, "token", tokenName(cmp.Or(opts.auth, b.client.auth)), "token_source", cmp.Or(opts.authFrom, "configured"))
+	if opts.remote != "" {
+		attrs = append(attrs, "remote", opts.remote)
+	}
+	if opts.peer != opts.remote {
+		attrs = append(attrs, "peer", opts.peer)
+	}
+	if h := callerHeaders(opts.header); h != "" {
+		attrs = append(attrs, "headers", h)
+	}
+	if b.client.branch != "" {
+		attrs = append(attrs, "branch", b.client.branch)
+	}
+	b.audit.InfoContext(ctx, "write", attrs...)
+}
+
+// tokenName names the token of an Authorization without its secret: a v2
+// token's key, or for a v1 token "v1:" and 12 hex digits of its SHA-256,
+// enough to tell callers apart and useless to an attacker.
+func tokenName(auth string) string {
+	scheme, token, _ := strings.Cut(auth, " ")
+	switch {
+	case auth == "":
+		return "none"
+	case scheme == "Bearer":
+		key, _, _ := strings.Cut(token, ".")
+		return key
+	}
+	sum := sha256.Sum256([]byte(token))
+	return "v1:" + hex.EncodeToString(sum[:6])
+}
+
+// callerHeaders renders a call's caller headers for a human and the audit,
+// names and values clipped; they never hold Authorization.
+func callerHeaders(h http.Header) string {
+	var lines []string
+	for _, name := range slices.Sorted(maps.Keys(h)) {
+		lines = append(lines, clip(name, 100)+": "+clip(strings.Join(h[name], ", "), 200))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// ---- confirmation (SPEC §13) ----
+
+// The question put to a human before a write.
+const (
+	confirmSchema    = `{"type": "object", "properties": {"confirm": {"type": "boolean", "title": "Send this request to NetBox"}}, "required": ["confirm"]}`
+	confirmBodyLimit = 4 << 10
+)
+
+// confirmTimeout bounds how long a question stays open; tests shorten it.
+var confirmTimeout = 10 * time.Minute
+
+// multiRoundTrip is the first protocol version that asks through a result
+// and declares capabilities per request. Versions are dates, so they order
+// as strings.
+const multiRoundTrip = "2026-07-28"
+
+// confirmWrite returns nil when p may be dispatched: the confirmation mode
+// does not ask for it, or a human confirmed exactly this request.
+func (b *bridge) confirmWrite(ctx context.Context, req *mcp.CallToolRequest, p prepared) error {
+	version, canAsk, stateless := clientAsks(ctx, req)
+	if !b.needsConfirmation(p.ct.tool.effect, canAsk) {
+		return nil
+	}
+	refuse := func(why string) error {
+		return &bridgeError{Code: "not_confirmed", Message: fmt.Sprintf("%s was not sent: %s; nothing reached NetBox", p.ct.qualifiedName(), why)}
+	}
+	if !canAsk {
+		how := "the client cannot ask a human: it does not support MCP form elicitation"
+		if stateless {
+			how = "the server cannot ask a human over stateless HTTP"
+		}
+		return refuse(fmt.Sprintf("--confirm %s needs a human's confirmation, and %s", b.confirm, how))
+	}
+	params := &mcp.ElicitParams{Mode: "form", Message: confirmMessage(p, b.client.branch), RequestedSchema: json.RawMessage(confirmSchema)}
+	var answer *mcp.ElicitResult
+	var why string
+	if version >= multiRoundTrip {
+		if answer, why = b.answerByResult(req, p); answer == nil && why == "" {
+			return &inputRequired{&mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"confirm": params}, RequestState: newConfirmState(p)}}
+		}
+	} else {
+		answer, why = askInline(ctx, req, params)
+	}
+	if why == "" {
+		why = answerRefusal(answer)
+	}
+	if why != "" {
+		return refuse(why)
+	}
+	return nil
+}
+
+// clientAsks reads whether the caller's client can ask a human through
+// form elicitation, and on which protocol. A 2026-07-28 request declares
+// its own version and capabilities in _meta; on older versions, and for
+// _meta that names an older one, the session's declaration decides.
+func clientAsks(ctx context.Context, req *mcp.CallToolRequest) (version string, canAsk, stateless bool) {
+	if _, stateless = ctx.Value(callerKey{}).(httpCaller); stateless || req == nil || req.Session == nil {
+		return "", false, stateless
+	}
+	var caps *mcp.ElicitationCapabilities
+	if session := req.Session.InitializeParams(); session != nil && session.Capabilities != nil {
+		version, caps = session.ProtocolVersion, session.Capabilities.Elicitation
+	}
+	if v, ok := req.Params.Meta["io.modelcontextprotocol/protocolVersion"].(string); ok && v >= multiRoundTrip {
+		var declared struct {
+			Elicitation *mcp.ElicitationCapabilities `json:"elicitation"`
+		}
+		raw, _ := json.Marshal(req.Params.Meta["io.modelcontextprotocol/clientCapabilities"])
+		json.Unmarshal(raw, &declared)
+		version, caps = v, declared.Elicitation
+	}
+	return version, caps != nil && (caps.Form != nil || caps.URL == nil), false // {} is form, from before 2025-11-25
+}
+
+// needsConfirmation is the mode table of SPEC §13.
+func (b *bridge) needsConfirmation(effect string, canAsk bool) bool {
+	destructive := effect == "destructive"
+	switch b.confirm {
+	case "off":
+		return false
+	case "auto":
+		return destructive && canAsk
+	case "destructive":
+		return destructive
+	}
+	return true // writes
+}
+
+// askInline asks with elicitation/create within the call, and waits for
+// the answer up to confirmTimeout; why says what went wrong, if anything.
+func askInline(ctx context.Context, req *mcp.CallToolRequest, params *mcp.ElicitParams) (answer *mcp.ElicitResult, why string) {
+	ctx, cancel := context.WithTimeout(ctx, confirmTimeout)
+	defer cancel()
+	answer, err := req.Session.Elicit(ctx, params)
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return nil, fmt.Sprintf("no answer came within %v", confirmTimeout)
+	case ctx.Err() != nil:
+		return nil, "the call was cancelled while the question was open"
+	case err != nil:
+		return nil, "the client could not ask: " + clip(err.Error(), clipLimit)
+	}
+	return answer, ""
+}
+
+// answerByResult reads the answer of a 2026-07-28 client, which is asked
+// through the call's result and answers by calling again with it and the
+// signed state of the question. Neither an answer nor a reason means that
+// the question is still to be asked.
+func (b *bridge) answerByResult(req *mcp.CallToolRequest, p prepared) (*mcp.ElicitResult, string) {
+	answer, answered := req.Params.InputResponses["confirm"].(*mcp.ElicitResult)
+	state, valid := parseConfirmState(req.Params.RequestState)
+	switch {
+	case !answered || !valid || !state.signs(p):
+		return nil, ""
+	case time.Since(state.asked) > confirmTimeout:
+		return nil, fmt.Sprintf("the answer came more than %v after the question", confirmTimeout)
+	case !b.spent.spend(req.Params.RequestState, state.asked):
+		return nil, "this answer was already used for a request: a confirmation sends one request once"
+	}
+	return answer, ""
+}
+
+// answerRefusal reads a human's answer: "" for a confirmation, else what
+// the answer was.
+func answerRefusal(answer *mcp.ElicitResult) string {
+	switch {
+	case answer.Action == "accept" && answer.Content["confirm"] == true:
+		return ""
+	case answer.Action == "accept":
+		return "the human answered without confirming it"
+	case answer.Action == "decline":
+		return "the human declined it"
+	case answer.Action == "cancel":
+		return "the human dismissed the question"
+	}
+	return fmt.Sprintf("the client answered %s", quote(clip(answer.Action, 40)))
+}
+
+// confirmMessage states the exact request: tool, effect, method, path and
+// query, the caller headers, the branch, and the body clipped to 4 KiB.
+func confirmMessage(p prepared, branch string) string {
+	target := p.req.path
+	if p.req.query != "" {
+		target += "?" + p.req.query
+	}
+	if h := callerHeaders(p.caller); h != "" {
+		target += "\n" + h
+	}
+	if branch != "" {
+		target += fmt.Sprintf("\nin NetBox branch %s", quote(branch))
+	}
+	body := string(p.req.body)
+	if len(body) > confirmBodyLimit {
+		body = clip(body, confirmBodyLimit) + fmt.Sprintf("\n(clipped: the body is %d bytes; the first %d are shown)", len(p.req.body), confirmBodyLimit)
+	}
+	return fmt.Sprintf("Send this request to NetBox? %s is a %s tool.\n\n%s %s\n%s", p.ct.qualifiedName(), p.ct.tool.effect, p.ct.tool.method, target, body)
+}
+
+// confirmKey signs the requests 2026-07-28 clients are asked about.
+var confirmKey = func() []byte {
+	k := make([]byte, 32)
+	rand.Read(k)
+	return k
+}()
+
+// confirmState is what a 2026-07-28 client carries from the question to
+// its answer, as "ASKED.NONCE.MAC": when it was asked (Unix seconds), a
+// nonce of that question, and a MAC over both and the exact request.
+// Invariant: parseConfirmState checks only the form; a state may be
+// trusted, its time included, only after signs says its MAC is right.
+type confirmState struct {
+	asked time.Time
+	nonce string
+	text  string // the state as the client sent it
+}
+
+// newConfirmState is the state of a question about p asked now.
+func newConfirmState(p prepared) string {
+	s := confirmState{asked: time.Unix(time.Now().Unix(), 0), nonce: rand.Text()}
+	return strconv.FormatInt(s.asked.Unix(), 10) + "." + s.nonce + "." + s.mac(p)
+}
+
+func parseConfirmState(text string) (confirmState, bool) {
+	parts := strings.SplitN(text, ".", 3)
+	if len(parts) != 3 {
+		return confirmState{}, false
+	}
+	secs, err := strconv.ParseInt(parts[0], 10, 64)
+	return confirmState{asked: time.Unix(secs, 0), nonce: parts[1], text: text}, err == nil
+}
+
+// mac signs who sends the request (its token and caller headers), the
+// tool, its effect, the exact request, when the question was asked and the
+// nonce.
+func (s confirmState) mac(p prepared) string {
+	mac := hmac.New(sha256.New, confirmKey)
+	fmt.Fprintf(mac, "%d\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00", s.asked.Unix(), s.nonce, p.ct.qualifiedName(), p.ct.tool.effect,
+		p.req.method, p.req.path, p.req.query, p.req.auth)
+	p.req.header.Write(mac) // in sorted order
+	mac.Write(p.req.body)
+	return hex.EncodeToString(mac.Sum(nil))
+}
+
+// signs reports whether the state is one newConfirmState gave for p.
+func (s confirmState) signs(p prepared) bool {
+	want := strconv.FormatInt(s.asked.Unix(), 10) + "." + s.nonce + "." + s.mac(p)
+	return hmac.Equal([]byte(s.text), []byte(want))
+}
+
+// spentStates are the confirmation states whose answer sent a request, kept
+// until they expire: one confirmation sends one request, once. The bridge
+// owns one set; its lock guards the map.
+type spentStates struct {
+	mu     sync.Mutex
+	states map[string]time.Time
+}
+
+// spend records state and reports whether it was not spent before.
+func (s *spentStates) spend(state string, asked time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.states == nil {
+		s.states = map[string]time.Time{}
+	}
+	for st, t := range s.states {
+		if time.Since(t) > confirmTimeout {
+			delete(s.states, st) // expired: its answer is refused as late anyway
+		}
+	}
+	if _, used := s.states[state]; used {
+		return false
+	}
+	s.states[state] = asked
+	return true
+}
+
+// inputRequired is a question a 2026-07-28 client answers by calling again
+// with the answer (multi round-trip requests): the handler returns it as
+// the call's result.
+type inputRequired struct{ result *mcp.CallToolResult }
+
+func (*inputRequired) Error() string { return "input required" }
 
 // ---- stdio ----
 
@@ -854,44 +1108,29 @@ const maxLineLength = 1 << 20
 // are bounded again, tighter, when a handler reads them.
 var lineLimits = limits{bytes: maxLineLength, depth: 128, values: maxLineLength}
 
-// stdioTransport is newline-delimited JSON-RPC on stdin and stdout. Unlike
-// the SDK's IOTransport it never ends the session on a bad line (SPEC §11):
-// a line that is not one valid JSON-RPC message gets its error reply, every
-// request exactly one reply, and the session goes on.
-type stdioTransport struct {
-	in   io.Reader
-	out  io.Writer
-	conn *stdioConn
-}
-
-func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
-	t.conn = &stdioConn{out: t.out, messages: make(chan jsonrpc.Message), done: make(chan struct{}), eof: make(chan struct{}),
-		inFlight: map[jsonrpc.ID]bool{}}
-	go t.conn.readLines(t.in)
-	return t.conn, nil
-}
-
 // serveStdio runs one MCP session on in and out until in ends or ctx ends.
 // Then it stops writing and closes the session, which cancels every call
-// still in flight, and returns once they have returned (SPEC §11).
+// still in flight, and returns once they have returned, or after
+// stopTimeout (SPEC §11).
 func serveStdio(ctx context.Context, server *mcp.Server, in io.Reader, out io.Writer) error {
-	t := &stdioTransport{in: in, out: out}
-	ss, err := server.Connect(ctx, t, nil)
+	c := &stdioConn{in: in, out: out, messages: make(chan jsonrpc.Message), done: make(chan struct{}), eof: make(chan struct{}),
+		inFlight: map[jsonrpc.ID]bool{}}
+	ss, err := server.Connect(ctx, c, nil)
 	if err != nil {
 		return err
 	}
-	ended := make(chan struct{})
-	go func() { err = ss.Wait(); close(ended) }()
+	ended := make(chan error, 1)
+	go func() { ended <- ss.Wait() }()
 	select {
-	case <-ended: // the session failed by itself: stdout is gone, say
+	case err := <-ended: // the session failed by itself: stdout is gone, say
 		if errors.Is(err, io.EOF) {
 			err = nil
 		}
 		return err
 	case <-ctx.Done():
-	case <-t.conn.eof:
+	case <-c.eof:
 	}
-	t.conn.Close()
+	c.Close() // from here on nothing reaches stdout
 	select {
 	case <-ended:
 	case <-time.After(stopTimeout): // a handler that ignores its cancellation does not hold the exit
@@ -902,20 +1141,30 @@ func serveStdio(ctx context.Context, server *mcp.Server, in io.Reader, out io.Wr
 // stopTimeout bounds how long a stopping session waits for its calls.
 const stopTimeout = time.Second
 
-// stdioConn is one stdio session. Its reader checks each line before the
-// SDK sees it; its writer learns which requests have been answered.
+// stdioConn is one stdio session, the transport and the connection both.
+// Unlike the SDK's IOTransport it never ends the session on a bad line
+// (SPEC §11): its reader checks each line before the SDK sees it and
+// answers a bad one itself; its writer learns which requests have been
+// answered. After Close nothing more is read or written.
 type stdioConn struct {
+	in       io.Reader
 	out      io.Writer
 	messages chan jsonrpc.Message
-	done     chan struct{} // closed by Close: nothing more is read or written
+	done     chan struct{} // closed by Close
 	eof      chan struct{} // closed when stdin ends
 	once     sync.Once
 
 	mu           sync.Mutex
 	closed       bool
-	initialized  bool                // an initialize request was answered
-	initializing jsonrpc.ID          // the initialize request not answered yet
+	initialized  bool                // an initialize line was accepted, and has not failed
+	initializing jsonrpc.ID          // that line's request, until it is answered
 	inFlight     map[jsonrpc.ID]bool // requests the SDK has not answered yet
+}
+
+// Connect starts reading stdin; the SDK calls it once, in server.Connect.
+func (c *stdioConn) Connect(context.Context) (mcp.Connection, error) {
+	go c.readLines()
+	return c, nil
 }
 
 func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -963,10 +1212,11 @@ func (c *stdioConn) Close() error {
 
 func (c *stdioConn) SessionID() string { return "" }
 
-// readLines reads stdin line by line until it ends or the session closes.
-func (c *stdioConn) readLines(in io.Reader) {
+// readLines reads stdin line by line until it ends or the session closes,
+// handing each line on in the order it came.
+func (c *stdioConn) readLines() {
 	defer close(c.eof)
-	r := bufio.NewReaderSize(in, 64<<10)
+	r := bufio.NewReaderSize(c.in, 64<<10)
 	for {
 		line, tooLong, err := readLine(r)
 		if err != nil {
@@ -988,60 +1238,118 @@ func (c *stdioConn) readLines(in io.Reader) {
 	}
 }
 
-// check returns the message on line when it is one the SDK may see, and
-// otherwise answers it itself: -32700 for a line that is not exactly one
+// check returns the message on line when the SDK may see it, and otherwise
+// answers it itself (SPEC §11): -32700 for a line that is not exactly one
 // strict JSON value, -32600 for a value that is not a usable JSON-RPC
-// message (SPEC §11).
+// message. The line is parsed once, here: the SDK reads only params.
 func (c *stdioConn) check(line []byte) jsonrpc.Message {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 {
 		return nil
 	}
-	if err := (*schema)(nil).validateBytes(line, lineLimits, ""); err != nil {
+	doc, err := decode(line, lineLimits)
+	if err != nil {
 		c.reply(nil, jsonrpc.CodeParseError, "parse error: "+err.Error())
 		return nil
 	}
-	var probe struct {
-		ID, Result, Error json.RawMessage
-		Params            struct {
-			Meta map[string]json.RawMessage `json:"_meta"`
-		}
-	}
-	perr := json.Unmarshal(line, &probe)
-	id := probe.ID
-	if len(id) > 0 && id[0] != '"' && !(strings.IndexByte("-0123456789", id[0]) >= 0 && isInteger(string(id), !bytes.ContainsAny(id, ".eE")) &&
-		exact(string(id)).Num().CmpAbs(maxSafeInteger) <= 0) {
+	rawID, hasID := doc.get("id")
+	id, ok := messageID(rawID)
+	if hasID && !ok {
 		c.reply(nil, jsonrpc.CodeInvalidRequest, "invalid request: an id must be a string or an integer within ±2^53")
 		return nil
 	}
-	m, err := jsonrpc.DecodeMessage(line)
-	_, response := m.(*jsonrpc.Response)
-	if err != nil || perr != nil || response && (probe.Result == nil) == (probe.Error == nil) {
-		c.reply(id, jsonrpc.CodeInvalidRequest, "invalid request: not a JSON-RPC 2.0 message")
+	m := message(doc, id)
+	if m == nil {
+		c.reply(idText(rawID, hasID), jsonrpc.CodeInvalidRequest, "invalid request: not a JSON-RPC 2.0 message")
 		return nil
 	}
-	req, ok := m.(*jsonrpc.Request)
-	if !ok || !req.IsCall() {
+	req, isRequest := m.(*jsonrpc.Request)
+	if !isRequest || !req.IsCall() {
 		return m
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	stateless := probe.Params.Meta["io.modelcontextprotocol/protocolVersion"] != nil // 2026-07-28 needs no initialize
+	meta, _ := doc.get("params")
+	meta, _ = meta.get("_meta")
+	version, _ := meta.get("io.modelcontextprotocol/protocolVersion")
+	stateless := version.kind == kindString && version.s >= multiRoundTrip // needs no initialize
 	switch {
 	case c.inFlight[req.ID]:
-		c.replyLocked(id, jsonrpc.CodeInvalidRequest, "invalid request: a request with this id is still in flight")
+		c.replyLocked(idText(rawID, true), jsonrpc.CodeInvalidRequest, "invalid request: a request with this id is still in flight")
 		return nil
-	case req.Method == "initialize" && (c.initialized || c.initializing.IsValid()):
-		c.replyLocked(id, jsonrpc.CodeInvalidRequest, "invalid request: the session is already initialized")
+	case req.Method == "initialize" && c.initialized:
+		c.replyLocked(idText(rawID, true), jsonrpc.CodeInvalidRequest, "invalid request: the session is already initialized")
 		return nil
 	case !c.initialized && !stateless && !slices.Contains([]string{"initialize", "ping", "server/discover"}, req.Method):
-		c.replyLocked(id, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: %s before initialize", quote(req.Method)))
+		c.replyLocked(idText(rawID, true), jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: %s before initialize", quote(req.Method)))
 		return nil
 	case req.Method == "initialize":
-		c.initializing = req.ID
+		// What follows the line is served in order, before its answer is
+		// written (SPEC §11: pipelined handshakes).
+		c.initialized, c.initializing = true, req.ID
 	}
 	c.inFlight[req.ID] = true
 	return m
+}
+
+// messageID reads a JSON-RPC id: a string, or an integer within ±2^53
+// (an integral token such as 1e3 is the integer it equals).
+func messageID(v value) (jsonrpc.ID, bool) {
+	switch {
+	case v.kind == kindString:
+		id, err := jsonrpc.MakeID(v.s)
+		return id, err == nil
+	case v.kind != kindNumber || !isInteger(v.s, !strings.ContainsAny(v.s, ".eE")):
+		return jsonrpc.ID{}, false
+	}
+	n := exact(v.s).Num()
+	if n.CmpAbs(maxSafeInteger) > 0 {
+		return jsonrpc.ID{}, false
+	}
+	id, err := jsonrpc.MakeID(float64(n.Int64()))
+	return id, err == nil
+}
+
+// message builds the request or response a checked line holds, or nil.
+func message(doc value, id jsonrpc.ID) jsonrpc.Message {
+	version, _ := doc.get("jsonrpc")
+	method, hasMethod := doc.get("method")
+	params, hasParams := doc.get("params")
+	result, hasResult := doc.get("result")
+	fault, hasError := doc.get("error")
+	switch {
+	case version.kind != kindString || version.s != "2.0":
+	case hasMethod && method.kind == kindString && !hasResult && !hasError && (!hasParams || params.kind == kindObject || params.kind == kindArray):
+		m := &jsonrpc.Request{ID: id, Method: method.s}
+		if hasParams {
+			m.Params = encode(params)
+		}
+		return m
+	case hasMethod || !id.IsValid() || hasResult == hasError:
+	case hasResult:
+		return &jsonrpc.Response{ID: id, Result: encode(result)}
+	default:
+		code, _ := fault.get("code")
+		msg, _ := fault.get("message")
+		data, hasData := fault.get("data")
+		if fault.kind != kindObject || code.kind != kindNumber || !isInteger(code.s, !strings.ContainsAny(code.s, ".eE")) || msg.kind != kindString {
+			return nil
+		}
+		e := &jsonrpc.Error{Code: exact(code.s).Num().Int64(), Message: msg.s}
+		if hasData {
+			e.Data = encode(data)
+		}
+		return &jsonrpc.Response{ID: id, Error: e}
+	}
+	return nil
+}
+
+// idText is the id of a line as it came, for a reply, when it has one.
+func idText(v value, has bool) json.RawMessage {
+	if !has || v.kind != kindString && v.kind != kindNumber {
+		return nil
+	}
+	return encode(v)
 }
 
 // readLine reads one line, discarding the rest of a line over maxLineLength.

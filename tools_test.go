@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -196,13 +197,54 @@ func TestServerAdvertisesOnlyTools(t *testing.T) {
 				if !a.ReadOnlyHint || !a.IdempotentHint {
 					t.Errorf("plugin_list_tools annotations %+v", a)
 				}
-			case "plugin_call_tool":
-				if a.ReadOnlyHint || a.DestructiveHint == nil || !*a.DestructiveHint || a.OpenWorldHint == nil || !*a.OpenWorldHint {
-					t.Errorf("plugin_call_tool annotations %+v", a)
-				}
 			}
 			if tl.OutputSchema != nil {
 				t.Errorf("%s declares an outputSchema", tl.Name)
+			}
+		}
+	}
+}
+
+// TestCallToolAnnotations: SPEC §9, plugin_call_tool's annotations follow
+// the write policy, and its description says which in one sentence: when
+// no write can pass it is read-only, not destructive, idempotent and
+// open-world; when any can, not read-only, destructive and open-world.
+func TestCallToolAnnotations(t *testing.T) {
+	f := newInvNetBox(t)
+	for _, c := range []struct {
+		name     string
+		policy   writePolicy
+		edit     func(*bridge)
+		writable bool
+	}{
+		{"switch off", writePolicy{}, nil, false},
+		{"empty list", writePolicy{setting: "--allow-mutations"}, nil, false},
+		{"an allow-list", writePolicy{entries: []string{"inv.create"}}, nil, true},
+		{"all", writePolicy{all: true}, nil, true},
+		{"all, but --branch-only and no branch", writePolicy{all: true}, func(b *bridge) { b.branchOnly = true }, false},
+		{"all, --branch-only and a branch", writePolicy{all: true}, func(b *bridge) { b.branchOnly, b.client.branch = true, "review" }, true},
+	} {
+		b := newBridge(f, false)
+		b.policy = c.policy
+		if c.edit != nil {
+			c.edit(b)
+		}
+		cs := connect(t, b, protocolVersions[0], nil)
+		tools, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tl := range tools.Tools {
+			if tl.Name != "plugin_call_tool" {
+				continue
+			}
+			a := tl.Annotations
+			destructive, openWorld := a.DestructiveHint != nil && *a.DestructiveHint, a.OpenWorldHint != nil && *a.OpenWorldHint
+			if a.ReadOnlyHint == c.writable || destructive != c.writable || !openWorld || !c.writable && !a.IdempotentHint {
+				t.Errorf("%s: annotations %+v (destructive %t, open-world %t), want writes possible: %t", c.name, a, destructive, openWorld, c.writable)
+			}
+			if off := strings.Contains(tl.Description, "Writes are off"); off == c.writable {
+				t.Errorf("%s: the description %q does not say whether writes can run", c.name, tl.Description)
 			}
 		}
 	}
@@ -729,41 +771,52 @@ func TestConfigErrorAnswersEveryCall(t *testing.T) {
 	}
 }
 
+// TestFullScanReportsProgress: a full scan reports MCP progress with
+// strictly increasing values, in the order they arrive, whatever the number
+// of discovery workers, and the last value is the total (SPEC §9, §11).
 func TestFullScanReportsProgress(t *testing.T) {
 	f := newInvNetBox(t)
-	for i := range 5 {
-		f.addPlugin(fmt.Sprintf("p%d", i), readTool("list"))
+	const plugins = 64
+	for i := range plugins - 3 { // inv, quiet and broken are plugins too
+		f.addPlugin(fmt.Sprintf("p%02d", i), readTool("list"))
 	}
-	var mu sync.Mutex
-	var seen []float64
-	var total float64
-	cs := connect(t, newBridge(f, false), protocolVersions[0], &mcp.ClientOptions{
-		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-			mu.Lock()
-			defer mu.Unlock()
-			seen = append(seen, req.Params.Progress)
-			total = req.Params.Total
-		}})
-	params := &mcp.CallToolParams{Name: "plugin_list_tools", Arguments: map[string]any{}}
-	params.SetProgressToken("scan-1")
-	if res, err := cs.CallTool(context.Background(), params); err != nil || res.IsError {
-		t.Fatal(err, res)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		mu.Lock()
-		n := len(seen)
-		mu.Unlock()
-		if n == 8 || time.Now().After(deadline) {
-			break
+	for run := range 3 {
+		var mu sync.Mutex
+		var seen []float64
+		var total float64
+		cs := connect(t, newBridge(f, false), protocolVersions[0], &mcp.ClientOptions{
+			ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+				mu.Lock()
+				defer mu.Unlock()
+				seen = append(seen, req.Params.Progress)
+				total = req.Params.Total
+			}})
+		params := &mcp.CallToolParams{Name: "plugin_list_tools", Arguments: map[string]any{}}
+		params.SetProgressToken(fmt.Sprintf("scan-%d", run))
+		if res, err := cs.CallTool(context.Background(), params); err != nil || res.IsError {
+			t.Fatal(err, res)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	slices.Sort(seen)
-	if total != 8 || !slices.Equal(seen, []float64{1, 2, 3, 4, 5, 6, 7, 8}) {
-		t.Fatalf("progress %v of %v, want 1..8 of 8", seen, total)
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			mu.Lock()
+			last := len(seen) > 0 && seen[len(seen)-1] == plugins
+			mu.Unlock()
+			if last || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		mu.Lock()
+		if total != plugins || len(seen) == 0 || seen[len(seen)-1] != plugins || seen[0] < 1 {
+			t.Errorf("run %d: progress %v of %v, want increasing values ending at %d of %d", run, seen, total, plugins, plugins)
+		}
+		for i := 1; i < len(seen); i++ {
+			if seen[i] <= seen[i-1] {
+				t.Errorf("run %d: progress %v goes from %v to %v: MCP asks for increasing values", run, seen, seen[i-1], seen[i])
+				break
+			}
+		}
+		mu.Unlock()
 	}
 }
 
@@ -1356,6 +1409,13 @@ func auditRecords(t *testing.T, log *bytes.Buffer) []map[string]any {
 // TestAuditRecords: one record per write decision with SPEC §13's fields;
 // reads, their dry runs and calls refused before a decision have none; no
 // secret and no body ever.
+// specV1Name is how SPEC §13 names a v1 token in the audit: "v1:" and the
+// first 12 hex digits of its SHA-256.
+func specV1Name(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return "v1:" + fmt.Sprintf("%x", sum)[:12]
+}
+
 func TestAuditRecords(t *testing.T) {
 	f := newInvNetBox(t)
 	f.handle(recordsPath, func(w http.ResponseWriter, r *http.Request) {
@@ -1387,7 +1447,7 @@ func TestAuditRecords(t *testing.T) {
 		{"decision": "dry_run", "tool": "create", "token": "nbt_cfgkey", "token_source": "configured"},
 		{"decision": "mutations_disabled", "tool": "purge", "effect": "destructive", "method": "DELETE"},
 		{"decision": "dispatched", "tool": "create", "token": "nbt_callkey", "token_source": "per-call"},
-		{"decision": "dispatched", "tool": "purge", "status": 409.0, "outcome": "unknown", "token": "v1", "token_source": "per-call"},
+		{"decision": "dispatched", "tool": "purge", "status": 409.0, "outcome": "unknown", "token": specV1Name("0123456789abcdef0123456789abcdef01234567"), "token_source": "per-call"},
 	}
 	if len(recs) != len(want) {
 		t.Fatalf("%d audit records, want %d:\n%s", len(recs), len(want), log.String())

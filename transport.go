@@ -13,7 +13,6 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,6 +45,7 @@ type config struct {
 	insecure     bool
 	insecureFrom string // the setting that turned verification off
 	assumedHTTPS bool   // NETBOX_URL had no scheme
+	branch       string // the NetBox branch every call works in (SPEC §16), "" for none
 }
 
 // describeToken names the token a request carries, its scheme and where it
@@ -161,11 +161,20 @@ var (
 	errBudget      = errors.New("discovery bodies exceed the scan's aggregate limit")
 	errRedirect    = errors.New("redirects are never followed")
 	errNotReadable = errors.New("body could not be read")
+	errBusy        = errors.New("the bridge holds as many bodies in memory as it may at once; retry in a moment")
 )
 
-// requestsInFlight is how many requests one call keeps in flight at most
-// (a scan's concurrency), and so how many idle connections are kept.
+// requestsInFlight is how many requests one scan keeps in flight at most.
 const requestsInFlight = 16
+
+// callsInFlight bounds the tool calls the HTTP front runs at once (SPEC
+// §14). Each has at most three requests in flight (root, manifest, branch)
+// and one full scan at a time has requestsInFlight: the client keeps a
+// connection for each, so a busy service reuses them instead of dialing.
+const (
+	callsInFlight   = 64
+	connectionsKept = 3*callsInFlight + requestsInFlight
+)
 
 // client is the one HTTP client of the bridge (SPEC §8): every discovery and
 // target request goes through do. It never follows redirects, keeps no cache,
@@ -181,7 +190,7 @@ var environmentProxy = http.ProxyFromEnvironment
 
 func newClient(cfg *config) *client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = requestsInFlight
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = connectionsKept, connectionsKept
 	tr.MaxResponseHeaderBytes = 64 << 10 // the default, 10 MiB, is no bound with 16 in flight
 	tr.Proxy = func(r *http.Request) (*url.URL, error) {
 		if r.URL.Scheme != "https" {
@@ -250,11 +259,11 @@ func (c *client) do(ctx context.Context, req request) (*response, error) {
 	if req.query != "" {
 		target += "?" + req.query
 	}
-	var body io.Reader
+	var payload io.Reader
 	if req.body != nil {
-		body = bytes.NewReader(req.body)
+		payload = bytes.NewReader(req.body)
 	}
-	hr, err := http.NewRequestWithContext(ctx, req.method, target, body)
+	hr, err := http.NewRequestWithContext(ctx, req.method, target, payload)
 	if err != nil {
 		return nil, &transportError{err: fmt.Errorf("bad request URL: %w", err)}
 	}
@@ -290,52 +299,52 @@ func (c *client) do(ctx context.Context, req request) (*response, error) {
 	if resp.ContentLength > int64(req.limit) {
 		return r, fail(fmt.Errorf("%w: Content-Length %d is more than %d bytes", errTooLarge, resp.ContentLength, req.limit))
 	}
-	share := int64(req.limit)
-	if resp.ContentLength >= 0 {
-		share = resp.ContentLength
-	}
-	share = max(share, minBodyShare)
-	if err := bodies.acquire(ctx, share); err != nil {
-		return r, fail(fmt.Errorf("%w: %v", errNotReadable, c.describeNetError(ctx, err)))
-	}
-	r.body, err = readBounded(resp.Body, req.limit, resp.ContentLength, req.budget)
+	body, held, err := readBounded(resp.Body, req.limit, netboxBodies, req.budget)
 	if err != nil {
-		bodies.release(share)
-		if !errors.Is(err, errTooLarge) && !errors.Is(err, errBudget) {
+		if !errors.Is(err, errTooLarge) && !errors.Is(err, errBudget) && !errors.Is(err, errBusy) {
 			err = fmt.Errorf("%w: %v", errNotReadable, c.describeNetError(ctx, err))
 		}
 		return r, fail(err)
 	}
-	r.release = sync.OnceFunc(func() { bodies.release(share) })
+	r.body, r.release = body, sync.OnceFunc(func() { netboxBodies.give(held) })
 	return r, nil
 }
 
-// readBounded reads r to its end, stopping after limit+1 bytes, and draws
-// every byte it reads from b when b is not nil. size is the expected
-// length, or -1.
-func readBounded(r io.Reader, limit int, size int64, b *atomic.Int64) ([]byte, error) {
-	initial := 4 << 10
-	if size >= 0 {
-		initial = int(size) + 1 // room to see the end without growing
-	}
-	buf := make([]byte, 0, min(limit+1, initial))
+// readBounded reads r to its end, stopping after limit+1 bytes. The
+// buffer's memory is charged to process as it grows, never for what was
+// only declared; on success the caller gives back held, on failure it is
+// given back already. Each byte read is drawn from scan, a scan's
+// aggregate allowance, when it is not nil.
+func readBounded(r io.Reader, limit int, process *budget, scan *atomic.Int64) (body []byte, held int64, err error) {
+	defer func() {
+		if err != nil {
+			process.give(held)
+			held = 0
+		}
+	}()
+	var buf []byte
 	for {
 		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
+			grown := make([]byte, 0, min(max(2*cap(buf), 4<<10), limit+1))
+			if !process.take(int64(cap(grown) - cap(buf))) {
+				return nil, held, errBusy
+			}
+			held += int64(cap(grown) - cap(buf))
+			buf = append(grown, buf...)
 		}
-		n, err := r.Read(buf[len(buf):min(cap(buf), limit+1)])
+		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
-		if b != nil && b.Add(-int64(n)) < 0 {
-			return nil, errBudget
+		if scan != nil && scan.Add(-int64(n)) < 0 {
+			return nil, held, errBudget
 		}
 		if len(buf) > limit {
-			return nil, fmt.Errorf("%w: more than %d bytes", errTooLarge, limit)
+			return nil, held, fmt.Errorf("%w: more than %d bytes", errTooLarge, limit)
 		}
 		if err == io.EOF {
-			return buf, nil
+			return buf, held, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, held, err
 		}
 	}
 }
@@ -361,75 +370,28 @@ func (c *client) describeNetError(ctx context.Context, err error) error {
 	return err
 }
 
-// Process-wide memory bounds (SPEC §11). Every NetBox body takes a share of
-// bodyBudget while it is read and used: its Content-Length, or its limit
-// when it declares none, and at least minBodyShare, which also pays for the
-// decoded tree of a small document. A body that finds the budget spent
-// waits, cancellable, in arrival order; no holder ever waits for more, so the
-// budget cannot deadlock.
-const (
-	bodyBudget   = 8 << 20
-	minBodyShare = 16 << 10
-)
+// netboxBodies bounds the NetBox bodies the process holds at once (SPEC
+// §11): every body is charged as its bytes arrive and released once used,
+// so a NetBox that drips its bodies holds only what has arrived.
+var netboxBodies = newBudget(8 << 20)
 
-var bodies = newGate(bodyBudget)
+// budget is a count of bytes that may be held at once, process-wide. take
+// never waits: a read that finds the budget spent fails at once, so no
+// holder ever waits for more while it holds, and the budget cannot deadlock.
+type budget struct{ left atomic.Int64 }
 
-// gate is a counting semaphore whose waiters are served first come, first
-// served: one waiting for a large share holds back later small ones.
-type gate struct {
-	mu      sync.Mutex
-	free    int64
-	waiters []*gateWaiter
+func newBudget(n int64) *budget {
+	b := &budget{}
+	b.left.Store(n)
+	return b
 }
 
-type gateWaiter struct {
-	n     int64
-	ready chan struct{}
-}
-
-func newGate(n int64) *gate { return &gate{free: n} }
-
-// acquire takes n, waiting until it is free or ctx ends.
-func (g *gate) acquire(ctx context.Context, n int64) error {
-	g.mu.Lock()
-	if len(g.waiters) == 0 && g.free >= n {
-		g.free -= n
-		g.mu.Unlock()
-		return nil
+func (b *budget) take(n int64) bool {
+	if b.left.Add(-n) >= 0 {
+		return true
 	}
-	w := &gateWaiter{n, make(chan struct{})}
-	g.waiters = append(g.waiters, w)
-	g.mu.Unlock()
-	select {
-	case <-w.ready:
-		return nil
-	case <-ctx.Done():
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	select {
-	case <-w.ready: // granted meanwhile: give it back
-		g.free += n
-	default:
-		g.waiters = slices.DeleteFunc(g.waiters, func(o *gateWaiter) bool { return o == w })
-	}
-	g.grant()
-	return ctx.Err()
+	b.left.Add(n)
+	return false
 }
 
-func (g *gate) release(n int64) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.free += n
-	g.grant()
-}
-
-// grant serves the waiters in order while the first one fits.
-func (g *gate) grant() {
-	for len(g.waiters) > 0 && g.waiters[0].n <= g.free {
-		w := g.waiters[0]
-		g.waiters = g.waiters[1:]
-		g.free -= w.n
-		close(w.ready)
-	}
-}
+func (b *budget) give(n int64) { b.left.Add(n) }

@@ -451,44 +451,39 @@ func TestWriteNotReplayedOnDeadConnection(t *testing.T) {
 	}
 }
 
-// TestGateIsFIFOAndCancellable: SPEC §11, waiters are served in arrival
-// order, a waiter can give up, and a share given back lets the next in.
-func TestGateIsFIFOAndCancellable(t *testing.T) {
+// TestBudgetNeverWaits: SPEC §11, a body budget is charged as bytes
+// arrive and never makes a holder wait: a take that does not fit fails at
+// once, and what is given back can be taken again.
+func TestBudgetNeverWaits(t *testing.T) {
 	t.Parallel()
-	g := newGate(10)
-	if err := g.acquire(context.Background(), 6); err != nil {
-		t.Fatal(err)
+	b := newBudget(10)
+	if !b.take(6) || !b.take(4) {
+		t.Fatal("takes within the budget failed")
 	}
-	order := make(chan int64, 3)
-	big, cancelBig := context.WithCancel(context.Background())
-	bigDone := make(chan error, 1)
-	go func() { bigDone <- g.acquire(big, 6) }()
-	time.Sleep(20 * time.Millisecond) // the large waiter is first in line
-	small := make(chan error, 1)
-	go func() {
-		err := g.acquire(context.Background(), 1)
-		order <- 1
-		small <- err
-	}()
-	select {
-	case <-small:
-		t.Fatal("a small share passed a waiting large one")
-	case <-time.After(50 * time.Millisecond):
+	start := time.Now()
+	if b.take(1) {
+		t.Fatal("a take past the budget passed")
 	}
-	cancelBig()
-	if err := <-bigDone; !errors.Is(err, context.Canceled) {
-		t.Fatalf("the cancelled waiter: %v", err)
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Errorf("a take past the budget waited %v", d)
 	}
-	if err := <-small; err != nil {
-		t.Fatalf("the small waiter after the large one gave up: %v", err)
+	b.give(6)
+	if !b.take(5) || b.take(2) || !b.take(1) {
+		t.Error("the budget does not count what was given back")
 	}
-	g.release(6)
-	g.release(1)
-	// All 10 are free again: one acquire of 10 passes at once.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	if err := g.acquire(ctx, 10); err != nil {
-		t.Fatalf("after every release: %v", err)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 1000 {
+				if b.take(3) {
+					b.give(3)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if b.left.Load() != 0 {
+		t.Errorf("%d left after balanced takes and gives, want 0", b.left.Load())
 	}
 }
 

@@ -1,0 +1,81 @@
+# Shared by e2e/netbox/setup and e2e/netbox/stop (sourced, not run).
+# shellcheck shell=bash
+
+NBX_CACHE=${NETBOX_E2E_CACHE:-/var/cache/netbox-plugin-bridge}
+NBX_STATE=${NETBOX_E2E_STATE:-/tmp/netbox-e2e}
+
+nbx_log() { printf 'setup: %s\n' "$*" >&2; }
+nbx_die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
+
+# nbx_mounts_under DIR: the mount points at or below DIR, deepest first.
+nbx_mounts_under() {
+	local dir
+	dir=$(realpath -m -- "$1")
+	# /proc/self/mounts escapes spaces as \040; our paths have none.
+	awk -v d="$dir" '$2 == d || index($2, d "/") == 1 { print $2 }' /proc/self/mounts | sort -r
+}
+
+# nbx_umount_all DIR: unmount everything mounted at or below DIR; fail if anything stays.
+nbx_umount_all() {
+	local dir=$1 m left
+	for m in $(nbx_mounts_under "$dir"); do
+		umount "$m" 2>/dev/null || umount -l "$m" || true
+	done
+	left=$(nbx_mounts_under "$dir")
+	[ -z "$left" ] || nbx_die "still mounted under $dir: $left"
+}
+
+# nbx_safe_rm DIR: delete a directory tree that may once have had host mounts in it.
+# Refuses while anything is mounted below it, and never crosses into another file system.
+nbx_safe_rm() {
+	local dir=$1
+	[ -e "$dir" ] || return 0
+	case $(realpath -m -- "$dir") in
+	/ | /proc* | /dev* | /sys* | /run | /tmp | /var | /var/cache | /usr* | /etc* | /root | /home)
+		nbx_die "refusing to delete $dir" ;;
+	esac
+	nbx_umount_all "$dir"
+	rm -rf --one-file-system -- "$dir"
+}
+
+# nbx_kill_group PIDFILE: stop the process group whose leader's pid is in PIDFILE.
+nbx_kill_group() {
+	local f=$1 pid i
+	[ -f "$f" ] || return 0
+	pid=$(cat "$f" 2>/dev/null || true)
+	rm -f "$f"
+	case $pid in '' | *[!0-9]*) return 0 ;; esac
+	kill -0 "$pid" 2>/dev/null || return 0
+	kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+	for i in $(seq 1 100); do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+	for i in $(seq 1 50); do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 0.1
+	done
+}
+
+# nbx_stop_all: stop every process a previous setup started and unmount what it mounted.
+nbx_stop_all() {
+	local root="" f pgdata pgbin
+	[ -f "$NBX_STATE/root" ] && root=$(cat "$NBX_STATE/root")
+	for f in "$NBX_STATE"/pids/*.pid; do
+		[ -e "$f" ] || continue
+		nbx_kill_group "$f"
+	done
+	if [ -n "$root" ] && [ -d "$root" ]; then
+		pgdata=$root/var/lib/nbx-e2e/pgdata
+		if [ -f "$pgdata/postmaster.pid" ]; then
+			pgbin=$(ls -d "$root"/usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+			pgbin=${pgbin#"$root"}
+			chroot --userspec="$(awk -F: '$1 == "postgres" { print $3 ":" $4 }' "$root/etc/passwd")" \
+				"$root" "$pgbin/pg_ctl" -D /var/lib/nbx-e2e/pgdata \
+				-m fast -w -t 30 stop >/dev/null 2>&1 || true
+		fi
+		nbx_umount_all "$root"
+	fi
+	rm -f "$NBX_STATE/root"
+}
