@@ -223,13 +223,11 @@ func detail(body value) string {
 // calls with the same credential and caller headers share it, coalesced,
 // not cached. It runs until it ends or the last of them gives up.
 type scanFlight struct {
-	done     chan struct{} // closed when cat and err are set
+	done     chan struct{} // closed once cat and err are set
 	cat      *catalog
 	err      error
-	cancel   context.CancelFunc
-	waiting  int // calls waiting, under the flights lock
-	mu       sync.Mutex
-	watchers []func(done, total int) // the waiting calls' progress, nil once gone
+	stop     context.CancelFunc
+	watchers map[*callOptions]func(done, total int) // the waiting calls and their progress, under the flights lock
 }
 
 // flights are the full scans under way, by the client and who asks.
@@ -253,61 +251,51 @@ func (c *client) scanAll(ctx context.Context, opts callOptions) (*catalog, error
 	flights.Lock()
 	f := flights.m[key]
 	if f == nil {
-		f = &scanFlight{done: make(chan struct{})}
+		f = &scanFlight{done: make(chan struct{}), watchers: map[*callOptions]func(int, int){}}
 		var fctx context.Context
-		fctx, f.cancel = context.WithCancel(context.WithoutCancel(ctx))
+		fctx, f.stop = context.WithCancel(context.WithoutCancel(ctx))
 		flights.m[key] = f
 		shared := opts
 		shared.progress = f.report
 		go func() {
 			f.cat, f.err = c.scan(fctx, shared)
-			leave(f, key, true)
+			f.leave(key, nil)
 			close(f.done)
 		}()
 	}
-	f.waiting++
+	f.watchers[&opts] = opts.progress
 	flights.Unlock()
-	f.mu.Lock()
-	f.watchers = append(f.watchers, opts.progress)
-	watcher := len(f.watchers) - 1
-	f.mu.Unlock()
-	defer func() {
-		f.mu.Lock()
-		f.watchers[watcher] = nil
-		f.mu.Unlock()
-	}()
 	select {
 	case <-f.done:
 		return f.cat, f.err
 	case <-ctx.Done():
-		leave(f, key, false)
+		f.leave(key, &opts)
 		return nil, discoveryError("", &scanLimitError{"the scan was cancelled"})
 	}
 }
 
-// leave forgets a flight that ended, or a call that stopped waiting for it;
-// the last call to go cancels the scan.
-func leave(f *scanFlight, key flightKey, ended bool) {
+// leave forgets a call that gave up, or with nil the whole flight once it
+// ended; the last call to give up stops the scan.
+func (f *scanFlight) leave(key flightKey, call *callOptions) {
 	flights.Lock()
 	defer flights.Unlock()
-	if !ended {
-		f.waiting--
-	}
-	if (ended || f.waiting == 0) && flights.m[key] == f {
-		delete(flights.m, key)
-	}
-	if ended || f.waiting == 0 {
-		f.cancel()
+	delete(f.watchers, call)
+	if call == nil || len(f.watchers) == 0 {
+		f.stop()
+		if flights.m[key] == f {
+			delete(flights.m, key)
+		}
 	}
 }
 
-// report tells every waiting call how far the scan is.
+// report tells every waiting call how far the scan is; each call's progress
+// returns at once.
 func (f *scanFlight) report(done, total int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, w := range f.watchers {
-		if w != nil {
-			w(done, total)
+	flights.Lock()
+	defer flights.Unlock()
+	for _, progress := range f.watchers {
+		if progress != nil {
+			progress(done, total)
 		}
 	}
 }

@@ -2023,7 +2023,7 @@ func waiting(c *client) int {
 	defer flights.Unlock()
 	for k, f := range flights.m {
 		if k.c == c {
-			return f.waiting
+			return len(f.watchers)
 		}
 	}
 	return 0
@@ -2104,18 +2104,17 @@ func TestConcurrentFullScansAreShared(t *testing.T) {
 	if cat := <-stayed; cat == nil || len(cat.tools) != 4 {
 		t.Errorf("the caller that stayed got %+v", cat)
 	}
-	stuck := make(chan struct{})
+	entered, stuck := make(chan struct{}), make(chan struct{})
 	f.setBefore(func(r *http.Request) {
 		if r.URL.Path == "/api/plugins/" {
+			close(entered)
 			untilCancelled(r)
 			close(stuck)
 		}
 	})
 	alone, giveUp := context.WithCancel(context.Background())
 	go func() { c.scanAll(alone, callOptions{}) }()
-	for deadline := time.Now().Add(5 * time.Second); waiting(c) < 1 && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, entered, "the scan's first request")
 	giveUp()
 	waitFor(t, stuck, "the shared scan's request to end when its last caller gave up")
 }

@@ -49,95 +49,52 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// usage is the one usage text of every command and help form.
 const usage = `netbox-plugin-bridge: NetBox plugin operations for MCP clients (bridge v1).
 
 Usage:
-  netbox-plugin-bridge [serve] [flags]   the MCP server on stdio (the default)
-  netbox-plugin-bridge scan [flags]      list the plugin tools an agent would see
-  netbox-plugin-bridge check ...         contract checks for plugin authors
-  netbox-plugin-bridge version           the version (also --version)
-  netbox-plugin-bridge help [COMMAND]    this text, or a command's (also -h, --help)
+  netbox-plugin-bridge [serve] [flags]    the MCP server on stdio (the default), or over --http
+  netbox-plugin-bridge scan [--plugin P] [--json] [flags]
+                                          the plugin tools an agent would see
+  netbox-plugin-bridge check MANIFEST.json... [--json | --format github]
+  netbox-plugin-bridge check MANIFEST.json --tool T [--arguments JSON|@FILE] [--response JSON|@FILE]
+                                          offline contract checks for plugin authors ('-': stdin)
+  netbox-plugin-bridge check --plugin P [--arguments TOOL=JSON|TOOL=@FILE]... [--json] [flags]
+                                          a live contract test of one plugin; it never writes
+  netbox-plugin-bridge healthcheck [--http ADDR]
+                                          exit 0 when the local serve --http answers /readyz
+  netbox-plugin-bridge version | help     also --version, -h, --help, COMMAND --help
 
 Try it without a NetBox: netbox-plugin-bridge scan --demo
 
-Configuration: flags, then the environment, then the netbox-sdk profile.
-  NETBOX_URL           the NetBox base URL, https://netbox.example.com[/prefix]
-  NETBOX_TOKEN         an API token: nbt_KEY.SECRET (v2, sent as Bearer) or v1
-  NETBOX_TOKEN_KEY, NETBOX_TOKEN_SECRET, NETBOX_TOKEN_VERSION=v1
-                       the same token split as netbox-sdk stores it
-  NETBOX_TIMEOUT       per-request timeout, seconds or a duration (default 30s)
-  NETBOX_SSL_VERIFY=0  no TLS verification (a last resort: set SSL_CERT_FILE)
-  NETBOX_PROFILE       a profile of ~/.config/netbox-sdk/config.json (chmod 600)
-  NETBOX_MCP_ALLOW_MUTATIONS, NETBOX_MCP_CONFIRM
-                       the write policy: see 'netbox-plugin-bridge help serve'
-Tokens are never accepted as flags.
-`
-
-const commonFlagsUsage = `  --profile NAME            netbox-sdk profile (default $NETBOX_PROFILE, else "default")
-  --demo                    use the built-in demo NetBox on a loopback port
+Flags of serve, scan and check --plugin:
+  --profile NAME            a profile of ~/.config/netbox-sdk/config.json (chmod 600)
+  --demo                    the built-in demo NetBox, on a loopback port
   --timeout DURATION        per-request timeout: 30s, or a number of seconds
+  --allow-mutations[=LIST]  run write tools: all, or LIST as in example.run_report,proxbox.*
+  --branch NAME             work in this NetBox branch (NetBox Branching)
+  --branch-only             run write tools only in a branch
+Flags of serve:
+  --confirm MODE            ask a human first: auto (destructive, if the client can), destructive,
+                            writes, off
+  --http ADDR               serve stateless streamable HTTP at ADDR (:8080) /mcp, /healthz, /readyz
+  --tls-cert FILE --tls-key FILE   serve HTTPS
+  --auth-token-file FILE    the bearer token callers present when a NetBox token is configured;
+                            else each caller sends their own: Bearer nbt_KEY.SECRET or Token V1
+  --trusted-proxies CIDRS   proxies whose X-Forwarded-For names the caller
+  --no-call-token           refuse the per-call token argument
+  --log-format text|json    --log-level debug|info|warn|error   (stderr only)
+  --audit-file FILE         also append each write decision to FILE as a JSON line (0600)
+A flag the command line leaves out is read from NETBOX_MCP_<FLAG> (NETBOX_MCP_HTTP,
+NETBOX_MCP_ALLOW_MUTATIONS, ...), --branch from NETBOX_BRANCH.
+
+Configuration: flags, then the environment, then the netbox-sdk profile.
+  NETBOX_URL            https://netbox.example.com[/prefix]
+  NETBOX_TOKEN          nbt_KEY.SECRET (v2, sent as Bearer) or a v1 token (sent as Token), or
+                        NETBOX_TOKEN_KEY and NETBOX_TOKEN_SECRET (NETBOX_TOKEN_VERSION=v1)
+  NETBOX_TIMEOUT, NETBOX_PROFILE, NETBOX_SSL_VERIFY=0 (a last resort: set SSL_CERT_FILE)
+Tokens are never flags. Exit: 0 clean, 1 problems, 2 usage, configuration or NetBox unreachable.
 `
-
-// commandUsage is the usage of each command.
-var commandUsage = map[string]string{
-	"serve": `Usage: netbox-plugin-bridge [serve] [flags]
-
-Serves the MCP tools plugin_list_tools and plugin_call_tool on stdin and
-stdout for an MCP client; logs go to stderr. It starts even when NetBox is
-not configured: every tool call then answers config_error with the reason.
-
-Flags:
-` + commonFlagsUsage + `  --allow-mutations[=LIST]  run write and destructive tools: all, or only LIST,
-                            as in example.run_report,proxbox.* ($NETBOX_MCP_ALLOW_MUTATIONS)
-  --confirm MODE            ask the human before a write: auto (destructive tools, when
-                            the client can ask), destructive, writes, off ($NETBOX_MCP_CONFIRM)
-  --log-format text|json    the stderr log, write audit records included (default text)
-  --http ADDR               serve stateless streamable HTTP at ADDR/mcp instead of stdio
-                            (as in 127.0.0.1:8080 or :8080), and GET /healthz
-  --tls-cert FILE, --tls-key FILE
-                            serve HTTPS
-  --auth-token-file FILE    the bearer token HTTP callers present when a NetBox token is
-                            configured (chmod 600; else $NETBOX_MCP_AUTH_TOKEN). Without a
-                            configured NetBox token, each caller sends their own:
-                            Authorization: Bearer nbt_KEY.SECRET, or Token V1TOKEN
-`,
-	"scan": `Usage: netbox-plugin-bridge scan [--plugin P] [--json] [flags]
-
-Discovers the plugin tools of the configured NetBox and prints them with any
-problems; --json prints exactly the plugin_list_tools result. Exit 0 clean,
-1 problems, 2 a configuration error or NetBox unreachable or refusing the token.
-
-Flags:
-  --plugin P                only this plugin, failing closed on any problem
-  --json                    print the result document
-` + commonFlagsUsage,
-	"check": `Usage: netbox-plugin-bridge check MANIFEST.json... [--json]
-       netbox-plugin-bridge check MANIFEST.json --tool T [--arguments JSON|@FILE] [--response JSON|@FILE] [--json]
-       netbox-plugin-bridge check --plugin P [--arguments TOOL=JSON|TOOL=@FILE]... [--json] [flags]
-
-Checks bridge-v1 manifests offline ('-' reads standard input): every problem,
-one per line, as FILE: LOCATION: MESSAGE. With --tool, also arguments or a
-response body for that tool.
-
-With --plugin, checks one plugin live on the configured NetBox, as a plugin's
-CI does: its advertisement, its manifest, that each read refuses a caller
-without a token, and each read's answer, called with its --arguments or {}.
-Writes are never sent. One line per problem, then one per tool.
-
-Exit 0 valid, 1 problems, 2 usage, unreadable input, NetBox unreachable or
-the token refused.
-
-Flags:
-  --tool T                  the tool whose arguments or response to check
-  --arguments JSON|@FILE    arguments for T; with --plugin, TOOL=JSON or TOOL=@FILE, repeated
-  --response JSON|@FILE     a response body of T
-  --json                    print {"valid", "problems": [{"file", "location", "message"}]};
-                            with --plugin, {"valid", "problems", "tools": [{"name", "effect", "called", "status"}]}
-  --plugin P                check the plugin P live
-` + commonFlagsUsage,
-	"version": "Usage: netbox-plugin-bridge version\n\nPrints the version and the MCP SDK version built in.\n",
-	"help":    "Usage: netbox-plugin-bridge help [COMMAND]\n\nPrints the usage, or a command's: serve, scan, check, version.\n",
-}
 
 // Exit codes shared by scan and check.
 const (
@@ -197,15 +154,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, env environme
 		fmt.Fprintln(stdout, versionLine())
 		return exitOK
 	case "help":
-		switch {
-		case len(args) == 0:
-			fmt.Fprint(stdout, usage)
-		case len(args) == 1 && commandUsage[args[0]] != "":
-			fmt.Fprint(stdout, commandUsage[args[0]])
-		default:
+		if len(args) > 1 || len(args) == 1 && !slices.Contains(commands, args[0]) {
 			fmt.Fprintf(stderr, "netbox-plugin-bridge help: no command %q%s\n", strings.Join(args, " "), suggest(args[0], commands, ""))
 			return exitUsage
 		}
+		fmt.Fprint(stdout, usage)
 		return exitOK
 	}
 	fmt.Fprintf(stderr, "netbox-plugin-bridge: unknown command %q%s; run 'netbox-plugin-bridge help'\n", cmd, suggest(cmd, commands, ""))
@@ -323,7 +276,7 @@ func (o *options) parse(fs *flag.FlagSet, args []string, env environment, stdout
 		fl := fs.Lookup(name)
 		switch {
 		case name == "h" || name == "help":
-			fmt.Fprint(stdout, commandUsage[fs.Name()])
+			fmt.Fprint(stdout, usage)
 			return nil, exitOK, false
 		case name == "token" || name == "url":
 			return fail("%s: tokens and URLs are not flags; set NETBOX_%s (or use a netbox-sdk profile)", typed, strings.ToUpper(name))
@@ -556,7 +509,10 @@ func loadConfig(o *options, env environment) (*config, error) {
 	rawURL, urlFrom := pick("NETBOX_URL", "base_url", p.url)
 	timeout, timeoutFrom := pick("NETBOX_TIMEOUT", "timeout", p.timeout)
 	sslVerify, sslFrom := pick("NETBOX_SSL_VERIFY", "ssl_verify", p.sslVerify)
-	token, tokenFrom := envToken(env.getenv)
+	token, tokenFrom, err := envToken(env.getenv)
+	if err != nil {
+		return nil, err
+	}
 	if token == "" && p.token != "" {
 		token, tokenFrom = p.token, fmt.Sprintf("profile %q", p.name)
 	}
@@ -612,26 +568,35 @@ func loadPolicy(o *options) (writePolicy, string, error) {
 
 // envToken reads the whole token, or netbox-sdk's split form, and names
 // where it came from.
-func envToken(getenv func(string) string) (string, string) {
+func envToken(getenv func(string) string) (string, string, error) {
 	if t := getenv("NETBOX_TOKEN"); t != "" {
-		return t, "NETBOX_TOKEN"
+		return t, "NETBOX_TOKEN", nil
 	}
-	key, secret := getenv("NETBOX_TOKEN_KEY"), getenv("NETBOX_TOKEN_SECRET")
+	token, err := joinToken(getenv("NETBOX_TOKEN_VERSION"), getenv("NETBOX_TOKEN_KEY"), getenv("NETBOX_TOKEN_SECRET"),
+		"NETBOX_TOKEN_VERSION", "NETBOX_TOKEN_KEY", "NETBOX_TOKEN_SECRET")
 	if strings.EqualFold(getenv("NETBOX_TOKEN_VERSION"), "v1") {
-		return secret, "NETBOX_TOKEN_SECRET"
+		return token, "NETBOX_TOKEN_SECRET", err
 	}
-	return joinToken(key, secret), "NETBOX_TOKEN_KEY and NETBOX_TOKEN_SECRET"
+	return token, "NETBOX_TOKEN_KEY and NETBOX_TOKEN_SECRET", err
 }
 
-// joinToken builds a v2 token from its key and secret.
-func joinToken(key, secret string) string {
-	if key == "" || secret == "" {
-		return ""
+// joinToken builds a token from netbox-sdk's split form: version v1 takes
+// the whole v1 token as its secret; otherwise a v2 token needs both its key
+// and its secret. Half a token is an error that names the missing field.
+func joinToken(version, key, secret, versionName, keyName, secretName string) (string, error) {
+	switch {
+	case strings.EqualFold(version, "v1") && secret == "" && key != "":
+		return "", fmt.Errorf("%s is v1, which takes the v1 token in %s, not in %s", versionName, secretName, keyName)
+	case strings.EqualFold(version, "v1"):
+		return secret, nil
+	case key == "" && secret == "":
+		return "", nil
+	case secret == "" && len(key) == 40 && !strings.HasPrefix(key, "nbt_"):
+		return "", fmt.Errorf("%s holds what looks like a v1 token: set %s to v1 and put it in %s", keyName, versionName, secretName)
+	case key == "" || secret == "":
+		return "", fmt.Errorf("a v2 token needs both %s and %s, and only one is set", keyName, secretName)
 	}
-	if !strings.HasPrefix(key, "nbt_") {
-		key = "nbt_" + key
-	}
-	return key + "." + secret
+	return "nbt_" + strings.TrimPrefix(key, "nbt_") + "." + secret, nil
 }
 
 // profile is the part of a netbox-sdk profile the bridge uses.
@@ -702,10 +667,8 @@ func parseProfile(data []byte, path, name string, named bool) (profile, error) {
 		return ""
 	}
 	p := profile{name: name, url: text("base_url"), timeout: text("timeout"), sslVerify: text("ssl_verify")}
-	if strings.EqualFold(text("token_version"), "v1") {
-		p.token = text("token_secret")
-	} else {
-		p.token = joinToken(text("token_key"), text("token_secret"))
+	if p.token, err = joinToken(text("token_version"), text("token_key"), text("token_secret"), "token_version", "token_key", "token_secret"); err != nil {
+		return profile{}, fmt.Errorf("profile %q in %s: %v", name, path, err)
 	}
 	return p, nil
 }
@@ -721,16 +684,17 @@ func startConfig(o *options, env environment) (cfg *config, stop func(), warning
 		if cfg.insecure {
 			warnings = append(warnings, fmt.Sprintf("TLS certificate verification is off (%s)", cfg.insecureFrom))
 		}
-		if cfg.auth != "" && strings.HasPrefix(cfg.base, "http://") {
-			warnings = append(warnings, fmt.Sprintf("the token from %s goes to %s over plain HTTP, readable on the network; use https://", cfg.authFrom, cfg.base))
+		if cfg.auth != "" && strings.HasPrefix(cfg.base, "http://") && !cfg.onLoopback() {
+			warnings = append(warnings, fmt.Sprintf("%s goes to %s over plain HTTP, readable on the network; use https://", cfg.describeToken("", ""), cfg.base))
 		}
+		cfg.branch = o.branch
 		return cfg, func() {}, warnings, nil
 	}
 	base, stop, err := startDemo()
 	if err != nil {
 		return nil, func() {}, nil, fmt.Errorf("cannot start the demo NetBox: %v", err)
 	}
-	cfg = &config{auth: "Token " + demoToken, authFrom: "the demo", timeout: cmp.Or(o.timeout, defaultTimeout)}
+	cfg = &config{auth: "Token " + demoToken, authFrom: "the demo", timeout: cmp.Or(o.timeout, defaultTimeout), branch: o.branch}
 	if o.http != "" {
 		cfg.auth = "" // over HTTP each caller brings the demo's token: Authorization: Token demoToken
 	}

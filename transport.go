@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -64,11 +65,14 @@ func (c *config) describeToken(auth, from string) string {
 	if auth == "" {
 		return "no token"
 	}
-	scheme, _, _ := strings.Cut(auth, " ")
-	if from == "" {
-		return "the " + scheme + " token"
+	kind := "v2 token (Bearer scheme)"
+	if strings.HasPrefix(auth, "Token ") {
+		kind = "v1 token (Token scheme)"
 	}
-	return fmt.Sprintf("the %s token from %s", scheme, from)
+	if from == "" {
+		return "the " + kind
+	}
+	return fmt.Sprintf("the %s from %s", kind, from)
 }
 
 // tokenHint says what to do when NetBox refuses a request's token.
@@ -143,6 +147,9 @@ func originOf(scheme, authority string) (string, error) {
 // authorization renders a token as its header: v2 tokens (nbt_…) as Bearer,
 // others as Token. The token itself never appears in the error.
 func authorization(token string) (string, error) {
+	if scheme, _, found := strings.Cut(token, " "); found && (strings.EqualFold(scheme, "Token") || strings.EqualFold(scheme, "Bearer")) {
+		return "", fmt.Errorf("the token starts with %s: set it without the prefix, which the bridge adds (Bearer for nbt_ tokens, Token for v1)", quote(scheme+" "))
+	}
 	if hasControl(token) || strings.Contains(token, " ") {
 		return "", errors.New("the token contains a control character, space, CR, LF or NUL; set it without them")
 	}
@@ -366,6 +373,8 @@ func (c *client) describeNetError(ctx context.Context, err error) error {
 		return fmt.Errorf("%w; if NetBox's certificate comes from a private CA, set SSL_CERT_FILE to that CA's certificate (NETBOX_SSL_VERIFY=0 only as a last resort)", err)
 	case c.assumedHTTPS && (errors.As(err, &record) || strings.Contains(err.Error(), "HTTP response to HTTPS client")):
 		return fmt.Errorf("%w; NETBOX_URL has no scheme, so https:// was assumed: if NetBox speaks plain HTTP, set NETBOX_URL=http://…", err)
+	case strings.HasPrefix(c.base, "http://") && (errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "malformed HTTP")):
+		return fmt.Errorf("%w; NetBox may speak TLS there: try NETBOX_URL=https://…", err)
 	}
 	return err
 }

@@ -508,4 +508,26 @@ func TestTLSMistakesSayWhatToSet(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "https:// was assumed") || !strings.Contains(err.Error(), "NETBOX_URL=http://") {
 		t.Errorf("https assumed in front of plain HTTP: %v", err)
 	}
+	// http:// in front of a port that speaks only TLS, and drops what is not
+	// a handshake: the reset or the TLS alert says that NetBox may speak TLS
+	// there (issue 19).
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			tls.Server(conn, tlsSrv.TLS).Handshake()
+			conn.Close()
+		}
+	}()
+	_, err = rawClient(t, "http://"+ln.Addr().String(), 5*time.Second).do(context.Background(), listRequest(specListBytes))
+	if err == nil || !strings.Contains(err.Error(), "NetBox may speak TLS there: try NETBOX_URL=https://") {
+		t.Errorf("http:// in front of TLS: %v", err)
+	}
 }

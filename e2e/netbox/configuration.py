@@ -19,7 +19,7 @@ ALLOWED_HOSTS = _E2E["allowed_hosts"]
 DATABASES = DynamicSchemaDict({
     "default": {
         "ENGINE": "django.db.backends.postgresql",
-        "NAME": "netbox",
+        "NAME": os.environ.get("NBX_E2E_DB_NAME", "netbox"),
         "USER": "netbox",
         "PASSWORD": "",
         "HOST": _E2E["socket_dir"],

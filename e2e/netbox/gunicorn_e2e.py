@@ -19,6 +19,8 @@ threads = int(os.environ.get("NBX_E2E_THREADS", "4"))
 pidfile = f"/var/lib/nbx-e2e/run/gunicorn-{os.environ.get('NBX_E2E_INSTANCE', 'x')}.pid"
 # Load NetBox once in the master and fork the workers: faster start, less memory.
 preload_app = True
+# One control socket per instance (gunicorn >= 26 makes one by default, in ~/.gunicorn/).
+control_socket = f"/var/lib/nbx-e2e/run/gunicorn-{os.environ.get('NBX_E2E_INSTANCE', 'x')}.ctl"
 accesslog = "-"
 errorlog = "-"
 loglevel = "info"

@@ -38,22 +38,29 @@ nbx_safe_rm() {
 	rm -rf --one-file-system -- "$dir"
 }
 
-# nbx_kill_group PIDFILE: stop the process group whose leader's pid is in PIDFILE.
-nbx_kill_group() {
-	local f=$1 pid i
-	[ -f "$f" ] || return 0
-	pid=$(cat "$f" 2>/dev/null || true)
-	rm -f "$f"
-	case $pid in '' | *[!0-9]*) return 0 ;; esac
-	kill -0 "$pid" 2>/dev/null || return 0
-	kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-	for i in $(seq 1 100); do
-		kill -0 "$pid" 2>/dev/null || return 0
-		sleep 0.1
+# nbx_kill_groups PIDFILE...: stop the process groups whose leaders' pids are in the files
+# (TERM to all at once, KILL after 10 s), then remove the files.
+nbx_kill_groups() {
+	local f pid pids=() i alive
+	for f in "$@"; do
+		[ -f "$f" ] || continue
+		pid=$(cat "$f" 2>/dev/null || true)
+		rm -f "$f"
+		case $pid in '' | *[!0-9]*) continue ;; esac
+		kill -0 "$pid" 2>/dev/null || continue
+		pids+=("$pid")
+		kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
 	done
-	kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
-	for i in $(seq 1 50); do
-		kill -0 "$pid" 2>/dev/null || return 0
+	[ ${#pids[@]} -gt 0 ] || return 0
+	for i in $(seq 1 150); do
+		alive=0
+		for pid in "${pids[@]}"; do
+			if kill -0 "$pid" 2>/dev/null; then alive=1; fi
+		done
+		[ $alive = 1 ] || return 0
+		[ "$i" != 100 ] || for pid in "${pids[@]}"; do
+			kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+		done
 		sleep 0.1
 	done
 }
@@ -62,10 +69,7 @@ nbx_kill_group() {
 nbx_stop_all() {
 	local root="" f pgdata pgbin
 	[ -f "$NBX_STATE/root" ] && root=$(cat "$NBX_STATE/root")
-	for f in "$NBX_STATE"/pids/*.pid; do
-		[ -e "$f" ] || continue
-		nbx_kill_group "$f"
-	done
+	nbx_kill_groups "$NBX_STATE"/pids/*.pid
 	if [ -n "$root" ] && [ -d "$root" ]; then
 		pgdata=$root/var/lib/nbx-e2e/pgdata
 		if [ -f "$pgdata/postmaster.pid" ]; then
