@@ -594,6 +594,19 @@ func (c *client) resolveLink(link string, sameOrigin bool) (string, error) {
 	return path, nil
 }
 
+// inBranch runs discover while it looks the configured branch up, so that
+// the lookup costs no round trip (SPEC §16); with no branch configured it
+// only runs discover.
+func (c *client) inBranch(ctx context.Context, opts callOptions, discover func()) (schemaID string, err error) {
+	var looked sync.WaitGroup
+	if c.branch != "" {
+		looked.Go(func() { schemaID, err = c.branchSchema(ctx, opts) })
+	}
+	discover()
+	looked.Wait()
+	return schemaID, err
+}
+
 // branchesPath is where NetBox Branching lists its branches (SPEC §16).
 const branchesPath = "/api/plugins/branching/branches/"
 

@@ -1183,20 +1183,28 @@ func runScan(args []string, stdout, stderr io.Writer, env environment) int {
 		return fail("config_error", err.Error())
 	}
 	var cat *catalog
-	if o.plugin != "" {
-		cat, err = c.scanOne(ctx, o.plugin, callOptions{})
-	} else {
-		cat, err = c.scanAll(ctx, callOptions{})
-	}
+	schemaID, branchErr := c.inBranch(ctx, callOptions{}, func() {
+		if o.plugin != "" {
+			cat, err = c.scanOne(ctx, o.plugin, callOptions{})
+		} else {
+			cat, err = c.scanAll(ctx, callOptions{})
+		}
+	})
 	var be *bridgeError
 	switch {
+	case err == nil && branchErr != nil:
+		be, _ = branchErr.(*bridgeError)
+		return fail(be.Code, be.Message)
 	case err == nil:
 	case !errors.As(err, &be):
 		return fail("discovery_failed", err.Error())
-	case o.plugin == "" || cannotCheck(err, o.plugin):
+	case o.plugin == "" || be.Code == "invalid_request" || cannotCheck(err, o.plugin):
 		return fail(be.Code, be.Message) // the whole scan failed, NetBox is unreachable or refused the token
 	default:
 		cat = &catalog{problems: []scanProblem{{o.plugin, be.Code, be.Message}}}
+	}
+	if schemaID != "" {
+		fmt.Fprintf(stderr, "netbox-plugin-bridge scan: in NetBox branch %s, which calls select with X-NetBox-Branch: %s\n", quote(c.branch), schemaID)
 	}
 	if o.json {
 		stdout.Write(append(catalogDocument(cat, o.plugin != ""), '\n'))
@@ -1271,13 +1279,46 @@ func cannotCheck(err error, slug string) bool {
 
 // ---- check ----
 
-// checkProblem is one problem of one checked document.
-type checkProblem struct {
-	File string `json:"file"`
+// finding is one problem of a check, with the file it was found in.
+type finding struct {
+	File string `json:"file,omitempty"`
 	problem
 }
 
-// runCheck is the offline contract check for plugin authors.
+// printFindings prints a check's problems, for check and check --plugin
+// alike: as text lines (FILE:LINE:COL: LOCATION: MESSAGE, the tool's name
+// beside its index) or, with --format github, as workflow annotations.
+func printFindings(w io.Writer, format string, findings []finding) {
+	for _, f := range findings {
+		at, loc := f.File, f.Location
+		if f.Line > 0 && f.File != "" {
+			at += fmt.Sprintf(":%d:%d", f.Line, f.Column)
+		}
+		if i := strings.Index(loc, "tools["); f.Tool != "" && i >= 0 {
+			end := i + strings.IndexByte(loc[i:], ']') + 1
+			loc = loc[:end] + " (" + f.Tool + ")" + loc[end:]
+		}
+		if format == "github" {
+			data := strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A")
+			property := strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C")
+			fmt.Fprintf(w, "::error file=%s,line=%d,col=%d,title=%s::%s\n", property.Replace(f.File), max(f.Line, 1), max(f.Column, 1),
+				property.Replace(cmp.Or(loc, "manifest")), data.Replace(f.Message))
+			continue
+		}
+		fmt.Fprintln(w, strings.TrimPrefix(at+": "+(&problem{Location: loc, Message: f.Message}).Error(), ": "))
+	}
+}
+
+// printJSON prints a check's --json document.
+func printJSON(w io.Writer, doc any) {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	enc.Encode(doc)
+}
+
+// runCheck is the contract check for plugin authors: offline on manifest
+// files, or live with --plugin.
 func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer, env environment) int {
 	var o options
 	fs := o.newFlags("check")
@@ -1293,8 +1334,12 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer, env envi
 		return fail("%v", err) // a typo in the safety switch is loud everywhere
 	}
 	switch {
+	case o.format != "text" && o.format != "github":
+		return fail("--format %s is not text or github", quote(clip(o.format, 40)))
 	case o.plugin != "" && (len(files) > 0 || o.tool != "" || o.response != ""):
 		return fail("--plugin checks a plugin live: give no manifest file, --tool or --response")
+	case o.plugin != "" && !slugPattern.MatchString(o.plugin):
+		return fail("--plugin %s is not a plugin slug (%s)", quote(clip(o.plugin, 80)), slugPattern)
 	case o.plugin != "":
 		return runLiveCheck(&o, stdin, stdout, stderr, env, fail)
 	case o.demo || o.profile != "" || o.timeout != 0 || o.typed(fs, "allow-mutations") || o.typed(fs, "branch"):
@@ -1308,25 +1353,36 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer, env envi
 	case len(o.arguments) > 1:
 		return fail("--arguments is given %d times; give it once", len(o.arguments))
 	}
-	var all []checkProblem
+	all := []finding{}
+	unreadable := false
 	for _, file := range files {
 		data, err := readDocument(file, manifestLimits.bytes, stdin)
-		if err != nil {
-			return fail("cannot read %v", err)
+		if err != nil { // reported among the others; the rest are checked
+			f := finding{file, problem{Message: "cannot read: " + strings.TrimPrefix(err.Error(), file+": ")}}
+			all, unreadable = append(all, f), true
+			if !o.json {
+				printFindings(stdout, o.format, []finding{f})
+			}
+			continue
 		}
 		m, ps := parseManifest(data)
+		for i, p := range ps {
+			if p.Line == 0 {
+				ps[i].Line, ps[i].Column = position(data, p.Location)
+			}
+		}
 		checked := "manifest"
 		var t *tool
 		if m != nil && o.tool != "" {
-			if t = m.tool(o.tool); t == nil {
-				var names []string
-				for _, t := range m.tools {
-					names = append(names, t.name)
-				}
-				return fail("%s has no tool %s; its tools are %s", file, quote(o.tool), strings.Join(names, ", "))
-			}
+			t = m.tool(o.tool)
 		}
-		if t != nil {
+		if m != nil && o.tool != "" && t == nil {
+			var names []string
+			for _, t := range m.tools {
+				names = append(names, t.name)
+			}
+			return fail("%s has no tool %s; its tools are %s", file, quote(o.tool), strings.Join(names, ", "))
+		} else if t != nil {
 			for _, doc := range []struct {
 				name, value string
 				schema      *schema
@@ -1344,26 +1400,27 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer, env envi
 				checked += fmt.Sprintf("; %s for %s", doc.name, o.tool)
 			}
 		}
-		for _, p := range ps {
-			all = append(all, checkProblem{File: file, problem: p})
-			if !o.json {
-				fmt.Fprintf(stdout, "%s: %s\n", file, p.Error())
-			}
+		var found []finding
+		for _, p := range ps.capped() {
+			found = append(found, finding{file, p})
+		}
+		if all = append(all, found...); !o.json {
+			printFindings(stdout, o.format, found)
 		}
 		if len(ps) == 0 && !o.json {
 			fmt.Fprintf(stdout, "%s: valid (%s)\n", file, checked)
 		}
 	}
 	if o.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		enc.Encode(struct {
-			Valid    bool           `json:"valid"`
-			Problems []checkProblem `json:"problems"`
-		}{len(all) == 0, append([]checkProblem{}, all...)})
+		printJSON(stdout, struct {
+			Valid    bool      `json:"valid"`
+			Problems []finding `json:"problems"`
+		}{len(all) == 0, all})
 	}
-	if len(all) > 0 {
+	switch {
+	case unreadable:
+		return exitUsage
+	case len(all) > 0:
 		return exitInvalid
 	}
 	return exitOK
@@ -1428,11 +1485,10 @@ func runLiveCheck(o *options, stdin io.Reader, stdout, stderr io.Writer, env env
 	if err != nil {
 		return fail("%v", err)
 	}
+	var m *manifest
+	var rootErr, manifestErr error
+	schemaID, branchErr := c.inBranch(ctx, callOptions{}, func() { m, rootErr, manifestErr = c.selected(ctx, o.plugin, callOptions{}) })
 	var ps problems
-	m, rootErr, manifestErr := c.selected(ctx, o.plugin, callOptions{})
-	if be := (*bridgeError)(nil); errors.As(rootErr, &be) && be.Code == "invalid_request" {
-		return fail("%v", rootErr)
-	}
 	var me *manifestError
 	switch {
 	case cannotCheck(rootErr, o.plugin):
@@ -1449,8 +1505,12 @@ func runLiveCheck(o *options, stdin io.Reader, stdout, stderr io.Writer, env env
 		ps.add("advertisement", "%v", manifestErr)
 	case manifestErr != nil:
 		ps.add("manifest", "%v", manifestErr)
+	case branchErr != nil:
+		fmt.Fprintf(stderr, "netbox-plugin-bridge check: %v\n", branchErr)
+		return exitUsage
 	}
-	var tools []liveTool
+	tools := []liveTool{}
+	reads, writes := 0, 0
 	if len(ps) == 0 {
 		cat := &catalog{plugin: o.plugin}
 		cat.add(o.plugin, m)
@@ -1460,15 +1520,53 @@ func runLiveCheck(o *options, stdin io.Reader, stdout, stderr io.Writer, env env
 			}
 		}
 		for _, ct := range cat.tools {
-			tools = append(tools, checkTool(ctx, c, ct, given, &ps))
+			lt := checkLiveTool(ctx, c, ct, given, schemaID, &ps)
+			if lt.Called {
+				reads++
+			} else if lt.Effect != "read" {
+				writes++
+			}
+			tools = append(tools, lt)
 		}
 	}
-	return printLiveCheck(stdout, o.json, ps, tools)
+	found := []finding{}
+	for _, p := range ps.capped() {
+		p.Line, p.Column = 0, 0 // a place in no file of the author's
+		found = append(found, finding{problem: p})
+	}
+	if o.json {
+		for i := range found {
+			found[i].Tool = "" // SPEC §15: location and message
+		}
+		printJSON(stdout, struct {
+			Valid    bool       `json:"valid"`
+			Problems []finding  `json:"problems"`
+			Tools    []liveTool `json:"tools"`
+		}{len(ps) == 0, found, tools})
+	} else {
+		printFindings(stdout, o.format, found)
+		for _, t := range tools {
+			if t.Called {
+				t.note = fmt.Sprintf("called: %d", *t.Status)
+			}
+			fmt.Fprintf(stdout, "%s (%s): %s\n", t.Name, t.Effect, t.note)
+		}
+		verdict := "valid"
+		if len(ps) > 0 {
+			verdict = fmt.Sprintf("invalid, %d problem(s)", len(ps))
+		}
+		fmt.Fprintf(stdout, "%s: %s — %d tools, %d read(s) called, %d write(s) as dry runs\n", o.plugin, verdict, len(tools), reads, writes)
+	}
+	if len(ps) > 0 {
+		return exitInvalid
+	}
+	return exitOK
 }
 
-// checkTool checks one tool live: a read is probed without a token and
-// called with its arguments; a write is shown as its dry run, never sent.
-func checkTool(ctx context.Context, c *client, ct catalogTool, given map[string]string, ps *problems) liveTool {
+// checkLiveTool checks one tool live: a read is probed without a token and
+// called with its arguments, its answer classified as a call's would be; a
+// write is shown as its dry run, never sent.
+func checkLiveTool(ctx context.Context, c *client, ct catalogTool, given map[string]string, schemaID string, ps *problems) liveTool {
 	t := ct.tool
 	lt := liveTool{Name: t.name, Effect: t.effect}
 	at := "tools." + t.name
@@ -1484,85 +1582,45 @@ func checkTool(ctx context.Context, c *client, ct catalogTool, given map[string]
 		return lt
 	case t.effect != "read":
 		lt.note = fmt.Sprintf("not sent; its dry run: %s %s", t.method, ct.requestPath)
+		if schemaID != "" {
+			lt.note += " with X-NetBox-Branch: " + schemaID
+		}
 		return lt
 	case err != nil:
 		lt.note = fmt.Sprintf("not called: it needs arguments; give --arguments %s=JSON", t.name)
 		return lt
 	}
-	p, _ := prepare(ct, build([]byte(args)), callOptions{}, "")
+	p, _ := prepare(ct, build([]byte(args)), callOptions{}, schemaID)
 	anon := p.req
 	anon.anon = true
 	if !hasArgs {
 		anon.query = ""
 	}
-	if resp, err := c.do(ctx, anon); err != nil && resp == nil {
+	if resp, err := c.do(ctx, anon); resp == nil {
 		ps.add(at+".anonymous", "%v", err)
-	} else {
-		resp.release()
-		switch {
-		case resp.status >= 200 && resp.status <= 299:
-			ps.add(at+".anonymous", "answered %d without a NetBox token; the target view must enforce NetBox permissions", resp.status)
-		case resp.status != http.StatusUnauthorized && resp.status != http.StatusForbidden:
-			ps.add(at+".anonymous", "answered %d; expected 401 or 403 without a token", resp.status)
-		}
+	} else if resp.release(); resp.status >= 200 && resp.status <= 299 {
+		ps.add(at+".anonymous", "answered %d without a NetBox token; the target view must enforce NetBox permissions", resp.status)
+	} else if resp.status != http.StatusUnauthorized && resp.status != http.StatusForbidden {
+		ps.add(at+".anonymous", "answered %d; expected 401 or 403 without a token", resp.status)
 	}
-	resp, err := c.do(ctx, p.req)
-	if resp == nil {
+	_, resp, err := c.send(ctx, p)
+	var invalid *problem
+	switch {
+	case resp == nil:
 		ps.add(at+".response", "%v", err)
 		lt.note = "called: no answer"
 		return lt
-	}
-	defer resp.release()
-	lt.Called, lt.Status = true, &resp.status
-	switch {
 	case resp.status < 200 || resp.status > 299:
 		body, _ := decode(resp.body, instanceLimits)
 		ps.add(at+".response", "answered %d%s", resp.status, detail(body))
+	case errors.As(err, &invalid): // the body against the outputSchema
+		invalid.Location = at + ".response" + strings.TrimPrefix(invalid.Location, "body")
+		ps.put(*invalid)
 	case err != nil:
 		ps.add(at+".response", "%v", err)
-	case hasBody(t.method, resp.status):
-		if err := t.output.validateBytes(resp.body, instanceLimits, at+".response"); err != nil {
-			ps.addErr(err)
-		}
 	}
+	lt.Called, lt.Status = true, &resp.status
 	return lt
-}
-
-// printLiveCheck prints the problems, then a line per tool, or the JSON
-// document of SPEC §15, and returns the exit code.
-func printLiveCheck(w io.Writer, asJSON bool, ps problems, tools []liveTool) int {
-	if asJSON {
-		type located struct {
-			Location string `json:"location"`
-			Message  string `json:"message"`
-		}
-		out := struct {
-			Valid    bool       `json:"valid"`
-			Problems []located  `json:"problems"`
-			Tools    []liveTool `json:"tools"`
-		}{len(ps) == 0, []located{}, append([]liveTool{}, tools...)}
-		for _, p := range ps {
-			out.Problems = append(out.Problems, located{p.Location, p.Message})
-		}
-		enc := json.NewEncoder(w)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		enc.Encode(out)
-	} else {
-		for _, p := range ps {
-			fmt.Fprintln(w, p.Error())
-		}
-		for _, t := range tools {
-			if t.Called {
-				t.note = fmt.Sprintf("called: %d", *t.Status)
-			}
-			fmt.Fprintf(w, "%s (%s): %s\n", t.Name, t.Effect, t.note)
-		}
-	}
-	if len(ps) > 0 {
-		return exitInvalid
-	}
-	return exitOK
 }
 
 // ---- the built-in demo NetBox ----

@@ -939,20 +939,20 @@ func TestCheckCommand(t *testing.T) {
 		t.Errorf("check valid: %d %q %q", code, out, errOut)
 	}
 	code, out, _ = runCLI(t, "check", invalid)
-	if code != 1 || !strings.HasPrefix(out, invalid+`: tools[0].method: "get" is not one of GET, HEAD, POST, PUT, PATCH, DELETE`) {
+	if code != 1 || !strings.HasPrefix(out, invalid+`: tools[0] (list_reports).method: "get" is not one of GET, HEAD, POST, PUT, PATCH, DELETE`) {
 		t.Errorf("check invalid: %d %q", code, out)
 	}
 	// Several files: each line carries its file; one problem makes exit 1.
 	code, out, _ = runCLI(t, "check", valid, invalid, valid)
 	if lines := strings.Split(strings.TrimSpace(out), "\n"); code != 1 || len(lines) != 3 ||
-		lines[0] != valid+": valid (manifest)" || !strings.HasPrefix(lines[1], invalid+": tools[0].method: ") || lines[2] != lines[0] {
+		lines[0] != valid+": valid (manifest)" || !strings.HasPrefix(lines[1], invalid+": tools[0] (list_reports).method: ") || lines[2] != lines[0] {
 		t.Errorf("check of three files: %d\n%s", code, out)
 	}
 	// Standard input.
 	data, _ := os.ReadFile(invalid)
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"check", "-"}, bytes.NewReader(data), &stdout, &stderr, osEnvironment()); code != 1 ||
-		!strings.HasPrefix(stdout.String(), `-: tools[0].method: "get"`) {
+		!strings.HasPrefix(stdout.String(), `-: tools[0] (list_reports).method: "get"`) {
 		t.Errorf("check -: %d %q %q", code, stdout.String(), stderr.String())
 	}
 	// Every problem of a manifest, not the first bad keyword of each schema.
@@ -993,11 +993,7 @@ func TestCheckCommand(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"check", missing}, "cannot read " + missing + ": no such file or directory"},
-		{[]string{"check", missing, "--json"}, "cannot read"},
 		{[]string{"check"}, "give one or more manifest files"},
-		{[]string{"check", "/dev/zero"}, "/dev/zero is not a file"},
-		{[]string{"check", t.TempDir()}, "is not a file"},
 		{[]string{"check", valid, "--arguments", "{}"}, "--arguments and --response need --tool"},
 		{[]string{"check", valid, invalid, "--tool", "list_reports"}, "--tool checks one manifest"},
 		{[]string{"check", valid, "--tool", "nope"}, `has no tool "nope"; its tools are list_reports, run_report`},
@@ -1010,6 +1006,25 @@ func TestCheckCommand(t *testing.T) {
 			t.Errorf("%v: %d %q", c.args, code, out)
 		}
 		oneLine(t, errOut, c.want)
+	}
+
+	// An unreadable file is reported among the others, the rest are
+	// checked, and the exit code is 2 (issue 19).
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"check", missing, valid}, missing + ": cannot read: no such file or directory\n" + valid + ": valid (manifest)\n"},
+		{[]string{"check", "/dev/zero", invalid}, "/dev/zero: cannot read: /dev/zero is not a file\n" + invalid + ": tools[0] (list_reports).method: "},
+		{[]string{"check", t.TempDir()}, "is not a file"},
+	} {
+		if code, out, errOut := runCLI(t, c.args...); code != 2 || !strings.Contains(out, c.want) || errOut != "" {
+			t.Errorf("%v: %d %q %q, want exit 2 and %q", c.args, code, out, errOut, c.want)
+		}
+	}
+	code, out, _ = runCLI(t, "check", "--json", missing)
+	if code != 2 || !strings.Contains(out, `"message": "cannot read: no such file or directory"`) || !strings.Contains(out, `"file": "`+missing) {
+		t.Errorf("check --json of a missing file: %d %s", code, out)
 	}
 
 	// JSON: no HTML escaping, and the tool's name beside its index.
@@ -2492,7 +2507,7 @@ func TestLiveCheck(t *testing.T) {
 			f.plugin("good", func(p *fakePlugin) {
 				p.manifest = strings.Replace(strings.Replace(p.manifest, `"method":"GET"`, `"method":"get"`, 1), `"path":"make/"`, `"path":"/make"`, 1)
 			})
-		}, nil, 1, []string{`manifest.tools[0].method: "get" is not one of`, `manifest.tools[2].path: "/make": `, ""}},
+		}, nil, 1, []string{`manifest.tools[0] (list).method: "get" is not one of`, `manifest.tools[2] (make).path: "/make": `, ""}},
 		{"manifest not JSON", func(f *fakeNetBox) { f.plugin("good", func(p *fakePlugin) { p.manifest = `{"tools": [1,]}` }) }, nil, 1,
 			[]string{"manifest.tools[1]: invalid JSON at line 1, column 14", ""}},
 		{"anonymous 200", anonymous(http.StatusOK), nil, 1,
@@ -2620,10 +2635,12 @@ func TestLiveCheckJSON(t *testing.T) {
 // TestLiveCheckDemo: SPEC §15, the demo's example passes, broken fails.
 func TestLiveCheckDemo(t *testing.T) {
 	t.Parallel()
-	if code, out, errOut := runCLI(t, "check", "--plugin", "example", "--demo"); code != 0 || !strings.Contains(out, "list_reports (read): called: 200") {
+	if code, out, errOut := runCLI(t, "check", "--plugin", "example", "--demo"); code != 0 || !strings.Contains(out, "list_reports (read): called: 200") ||
+		!strings.HasSuffix(out, "example: valid — 3 tools, 1 read(s) called, 2 write(s) as dry runs\n") {
 		t.Errorf("check --plugin example --demo: %d\n%s%s", code, out, errOut)
 	}
-	if code, out, _ := runCLI(t, "check", "--plugin", "broken", "--demo"); code != 1 || !strings.HasPrefix(out, "manifest.tools[0].method: ") {
+	if code, out, _ := runCLI(t, "check", "--plugin", "broken", "--demo"); code != 1 || !strings.HasPrefix(out, "manifest.tools[0] (purge).method: ") ||
+		!strings.HasSuffix(out, "broken: invalid, 1 problem(s) — 0 tools, 0 read(s) called, 0 write(s) as dry runs\n") {
 		t.Errorf("check --plugin broken --demo: %d\n%s", code, out)
 	}
 }

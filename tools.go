@@ -457,14 +457,9 @@ func renderCatalog(cat *catalog, detail string, titles bool) []byte {
 // validates the arguments and dispatches the target request: a read at
 // once, a write when the write policy allows it.
 func (b *bridge) call(ctx context.Context, req *mcp.CallToolRequest, a *callArgs) ([]byte, error) {
-	var schemaID string
-	var branchErr error
-	var looked sync.WaitGroup
-	if b.client.branch != "" {
-		looked.Go(func() { schemaID, branchErr = b.client.branchSchema(ctx, a.opts) })
-	}
-	cat, err := b.client.scanOne(ctx, a.plugin, a.opts)
-	looked.Wait()
+	var cat *catalog
+	var err error
+	schemaID, branchErr := b.client.inBranch(ctx, a.opts, func() { cat, err = b.client.scanOne(ctx, a.plugin, a.opts) })
 	if err != nil {
 		return nil, err
 	}
@@ -483,7 +478,7 @@ func (b *bridge) call(ctx context.Context, req *mcp.CallToolRequest, a *callArgs
 	case a.dryRun:
 		return dryRunDocument(p, a.arguments, b.client.branch, ""), nil
 	}
-	doc, _, err := b.dispatch(ctx, p)
+	doc, _, err := b.client.send(ctx, p)
 	return doc, err
 }
 
@@ -579,9 +574,9 @@ func queryText(v value, s *schema) string {
 
 func stringValue(s string) value { return value{kind: kindString, s: s} }
 
-// dispatch sends the request once and renders its answer.
-func (b *bridge) dispatch(ctx context.Context, p prepared) ([]byte, *response, error) {
-	resp, err := b.client.do(ctx, p.req)
+// send dispatches the request once and renders its answer.
+func (c *client) send(ctx context.Context, p prepared) ([]byte, *response, error) {
+	resp, err := c.do(ctx, p.req)
 	if resp != nil {
 		defer resp.release()
 	}
@@ -629,7 +624,7 @@ func responseDocument(ct catalogTool, resp *response, err error) ([]byte, error)
 		if verr == nil {
 			return doc, nil
 		}
-		err = fmt.Errorf("the response body is invalid: %v", verr)
+		err = fmt.Errorf("the response body is invalid: %w", verr)
 	}
 	return nil, dispatchError(ct, resp, err)
 }
@@ -666,7 +661,7 @@ func hasBody(method string, status int) bool {
 // is unknown; a read failed without effect. It reports the status, and the
 // body when that is strict bounded JSON.
 func dispatchError(ct catalogTool, resp *response, err error) *bridgeError {
-	be := &bridgeError{Dispatched: true}
+	be := &bridgeError{Dispatched: true, cause: err}
 	problem := ""
 	switch {
 	case err != nil && resp != nil && resp.status >= 400:
@@ -786,7 +781,7 @@ func (b *bridge) write(ctx context.Context, req *mcp.CallToolRequest, a *callArg
 		}
 		start := time.Now()
 		var resp *response
-		doc, resp, err = b.dispatch(ctx, p)
+		doc, resp, err = b.client.send(ctx, p)
 		decision = "dispatched"
 		if resp != nil {
 			attrs = append(attrs, "status", resp.status)
