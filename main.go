@@ -1661,18 +1661,23 @@ func startDemo() (string, func(), error) {
 	return base, func() { srv.Close() }, nil
 }
 
+// demoBranch is the demo NetBox's one branch, ready (SPEC §16): writes
+// selected with its schema_id change the branch's copy of the reports.
+var demoBranch = map[string]any{"id": 1, "name": "review", "status": map[string]string{"value": "ready", "label": "Ready"}, "schema_id": "br0review"}
+
 func demoHandler(base string) http.Handler {
 	var mu sync.Mutex
-	reports := []map[string]any{
+	reports := map[string][]map[string]any{"": {
 		{"id": 1, "site": "ams1", "status": "done", "created": "2026-11-30T08:00:00Z"},
 		{"id": 2, "site": "fra2", "status": "failed", "created": "2026-12-01T08:00:00Z"},
-	}
-	nextID := len(reports)
+	}}
+	nextID := 2
 	send := func(w http.ResponseWriter, status int, v any) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		json.NewEncoder(w).Encode(v)
 	}
+	root := func(slug string, v any) map[string]any { return map[string]any{slug: base + "/api/plugins/" + slug + "/", "mcp": v} }
 	advertise := func(slug string) map[string]any {
 		return map[string]any{"mcp": map[string]string{"schema_version": "1", "manifest": "/api/plugins/" + slug + "/mcp/"}}
 	}
@@ -1683,19 +1688,30 @@ func demoHandler(base string) http.Handler {
 		}
 		mu.Lock()
 		defer mu.Unlock()
+		branch := r.Header.Get("X-NetBox-Branch")
+		if branch != "" && branch != demoBranch["schema_id"] {
+			send(w, http.StatusBadRequest, map[string]string{"detail": "No such branch."})
+			return
+		}
+		if _, copied := reports[branch]; !copied {
+			reports[branch] = slices.Clone(reports[""])
+		}
 		switch r.Method + " " + r.URL.Path {
 		case "GET /api/plugins/":
-			send(w, http.StatusOK, map[string]string{
-				"example": base + "/api/plugins/example/", "quiet": base + "/api/plugins/quiet/",
-				"broken": base + "/api/plugins/broken/", installedPlugins: base + "/api/plugins/installed-plugins/"})
+			send(w, http.StatusOK, map[string]string{"example": base + "/api/plugins/example/", "quiet": base + "/api/plugins/quiet/",
+				"broken": base + "/api/plugins/broken/", "branching": base + "/api/plugins/branching/", installedPlugins: base + "/api/plugins/installed-plugins/"})
 		case "GET /api/plugins/installed-plugins/":
-			send(w, http.StatusOK, []map[string]string{{"name": "example"}, {"name": "quiet"}, {"name": "broken"}})
-		case "GET /api/plugins/example/":
-			send(w, http.StatusOK, advertise("example"))
-		case "GET /api/plugins/broken/":
-			send(w, http.StatusOK, advertise("broken"))
-		case "GET /api/plugins/quiet/":
-			send(w, http.StatusOK, map[string]string{"widgets": base + "/api/plugins/quiet/widgets/"})
+			send(w, http.StatusOK, []map[string]string{{"name": "example"}, {"name": "quiet"}, {"name": "broken"}, {"name": "netbox_branching"}})
+		case "GET /api/plugins/example/", "GET /api/plugins/broken/":
+			send(w, http.StatusOK, advertise(strings.Split(r.URL.Path, "/")[3]))
+		case "GET /api/plugins/quiet/", "GET /api/plugins/branching/":
+			send(w, http.StatusOK, root(strings.Split(r.URL.Path, "/")[3], nil))
+		case "GET /api/plugins/branching/branches/":
+			results := []any{}
+			if r.URL.Query().Get("name") == demoBranch["name"] {
+				results = append(results, demoBranch)
+			}
+			send(w, http.StatusOK, map[string]any{"count": len(results), "next": nil, "previous": nil, "results": results})
 		case "GET /api/plugins/example/mcp/":
 			send(w, http.StatusOK, json.RawMessage(demoManifest))
 		case "GET /api/plugins/broken/mcp/":
@@ -1708,10 +1724,9 @@ func demoHandler(base string) http.Handler {
 				return
 			}
 			results := []map[string]any{}
-			for i := len(reports) - 1; i >= 0 && len(results) < limit; i-- {
-				rep := reports[i]
-				if (q.Get("status") == "" || rep["status"] == q.Get("status")) && (!q.Has("site") || slices.Contains(q["site"], rep["site"].(string))) &&
-					rep["created"].(string) >= q.Get("since") {
+			for _, rep := range slices.Backward(reports[branch]) {
+				if len(results) < limit && (q.Get("status") == "" || rep["status"] == q.Get("status")) &&
+					(!q.Has("site") || slices.Contains(q["site"], rep["site"].(string))) && rep["created"].(string) >= q.Get("since") {
 					results = append(results, rep)
 				}
 			}
@@ -1719,12 +1734,12 @@ func demoHandler(base string) http.Handler {
 		case "DELETE /api/plugins/example/reports/":
 			var in struct{ ID int }
 			json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&in)
-			i := slices.IndexFunc(reports, func(rep map[string]any) bool { return rep["id"] == in.ID })
+			i := slices.IndexFunc(reports[branch], func(rep map[string]any) bool { return rep["id"] == in.ID })
 			if i < 0 {
 				send(w, http.StatusNotFound, map[string]string{"detail": "No such report."})
 				return
 			}
-			reports = slices.Delete(reports, i, i+1)
+			reports[branch] = slices.Delete(reports[branch], i, i+1)
 			w.WriteHeader(http.StatusNoContent)
 		case "POST /api/plugins/example/reports/run/":
 			var in struct{ Site, Scope string }
@@ -1733,9 +1748,8 @@ func demoHandler(base string) http.Handler {
 				return
 			}
 			nextID++
-			rep := map[string]any{"id": nextID, "site": cmp.Or(in.Site, "all"), "status": "queued",
-				"created": time.Now().UTC().Format(time.RFC3339)}
-			reports = append(reports, rep)
+			reports[branch] = append(reports[branch], map[string]any{"id": nextID, "site": cmp.Or(in.Site, "all"), "status": "queued",
+				"created": time.Now().UTC().Format(time.RFC3339)})
 			w.Header().Set("Location", "/api/plugins/example/reports/"+strconv.Itoa(nextID)+"/")
 			send(w, http.StatusCreated, map[string]any{"id": nextID, "status": "queued"})
 		default:

@@ -347,43 +347,25 @@ func (b *bridge) listTools(ctx context.Context, req *mcp.CallToolRequest, a *cal
 	return catalogDocument(cat, false), nil
 }
 
-// progressSender sends a call's progress from a goroutine of its own, so
-// that a slow client never slows the scan, and only ever a larger value
-// than it sent before (MCP asks for increasing values). stop ends it
-// before the call's result goes out.
+// progressSender sends a call's progress so that a slow client never slows
+// the scan, each value from a goroutine of its own, and only a larger value
+// than any sent before (MCP asks for increasing values). stop waits for
+// them all, so that none goes out after the call's result.
 func progressSender(ctx context.Context, req *mcp.CallToolRequest, token any) (update func(done, total int), stop func()) {
 	var mu sync.Mutex
-	var latest [2]int
-	wake, stopped, ended := make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(ended)
-		sent := 0
-		for last := false; !last; {
-			select {
-			case <-wake:
-			case <-stopped:
-				last = true // the final value still goes out, before the result
-			}
+	var sending sync.WaitGroup
+	sent := 0
+	return func(done, total int) {
+		sending.Go(func() {
 			mu.Lock()
-			v := latest
-			mu.Unlock()
-			if v[0] > sent {
-				sent = v[0]
+			defer mu.Unlock()
+			if done > sent {
+				sent = done
 				req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token,
-					Progress: float64(v[0]), Total: float64(v[1]), Message: fmt.Sprintf("%d of %d plugins discovered", v[0], v[1])})
+					Progress: float64(done), Total: float64(total), Message: fmt.Sprintf("%d of %d plugins discovered", done, total)})
 			}
-		}
-	}()
-	update = func(done, total int) {
-		mu.Lock()
-		latest = [2]int{max(done, latest[0]), total}
-		mu.Unlock()
-		select {
-		case wake <- struct{}{}:
-		default:
-		}
-	}
-	return update, func() { close(stopped); <-ended }
+		})
+	}, sending.Wait
 }
 
 // catalogDocument renders a catalog as the plugin_list_tools result (SPEC

@@ -1029,20 +1029,30 @@ func TestStdioStatelessRequest(t *testing.T) {
 // BenchmarkCallToolRead is one plugin_call_tool read through an in-memory
 // MCP session against a NetBox with 10 ms of latency per request; SPEC §10
 // wants 2 round trips (discovery 1, dispatch 1).
+// BenchmarkCallToolRead: one read through an MCP session takes two round
+// trips (SPEC §10), in a NetBox branch too, since the branch is looked up
+// at the same time as discovery (SPEC §16).
 func BenchmarkCallToolRead(b *testing.B) {
 	const latency = 10 * time.Millisecond
 	f := newInvNetBox(b)
 	f.setLatency(latency)
-	cs := connect(b, newBridge(f, false), protocolVersions[0], nil)
-	args := map[string]any{"plugin": "inv", "tool": "search", "arguments": map[string]any{"q": "x", "limit": 5}}
-	b.ReportAllocs()
-	for b.Loop() {
-		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "plugin_call_tool", Arguments: args})
-		if err != nil || res.IsError {
-			b.Fatal(err, res)
-		}
+	serveBranches(f, map[string]string{"review": "ready"})
+	for _, branch := range []string{"", "review"} {
+		b.Run("branch="+branch, func(b *testing.B) {
+			br := newBridge(f, false)
+			br.client.branch = branch
+			cs := connect(b, br, protocolVersions[0], nil)
+			args := map[string]any{"plugin": "inv", "tool": "search", "arguments": map[string]any{"q": "x", "limit": 5}}
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "plugin_call_tool", Arguments: args})
+				if err != nil || res.IsError {
+					b.Fatal(err, res)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed())/float64(b.N)/float64(latency), "round-trips/op")
+		})
 	}
-	b.ReportMetric(float64(b.Elapsed())/float64(b.N)/float64(latency), "round-trips/op")
 }
 
 // TestHostileNetBox drives plugin_call_tool against a NetBox that misbehaves
@@ -1596,5 +1606,101 @@ func TestV2TokenNeedsKeyAndSecret(t *testing.T) {
 	}
 	if auth, err := authorization("nbt_k." + secret); err != nil || auth != "Bearer nbt_k."+secret {
 		t.Errorf("a v2 token: %q %v", auth, err)
+	}
+}
+
+// ---- NetBox branches (SPEC §16) ----
+
+// serveBranches makes f answer NetBox Branching's branch list the way the
+// real plugin does: a paged list filtered by ?name=, each branch with its
+// status as a choice object and its schema_id.
+func serveBranches(f *fakeNetBox, statuses map[string]string) {
+	f.handle(branchesPath, func(w http.ResponseWriter, r *http.Request) {
+		results := []string{}
+		if status, ok := statuses[r.URL.Query().Get("name")]; ok {
+			results = append(results, fmt.Sprintf(`{"id": 1, "name": %q, "status": {"value": %q, "label": "X"}, "schema_id": "td5smq0f"}`,
+				r.URL.Query().Get("name"), status))
+		}
+		writeJSON(w, http.StatusOK, fmt.Sprintf(`{"count": %d, "next": null, "previous": null, "results": [%s]}`, len(results), strings.Join(results, ",")), false)
+	})
+}
+
+// TestBranch: with --branch every target request of a call carries the
+// branch's schema_id as X-NetBox-Branch, found by name at the same time as
+// discovery; a branch that is missing or not ready refuses the call before
+// anything is sent; --branch-only refuses writes without a branch; the
+// agent cannot choose a branch itself; the dry run, the question to a human
+// and the audit name the branch.
+func TestBranch(t *testing.T) {
+	f := newInvNetBox(t)
+	serveBranches(f, map[string]string{"review": "ready", "fresh": "provisioning"})
+	var log bytes.Buffer
+	b := policyBridge(f, writePolicy{all: true}, "off", &log)
+	b.client.branch = "review"
+	cs := connect(t, b, protocolVersions[0], nil)
+	for _, c := range []struct{ tool, path string }{{"search", searchPath}, {"create", recordsPath}, {"purge", recordsPath}} {
+		f.resetLog()
+		args := map[string]any{}
+		if c.tool == "create" {
+			args["name"] = "x"
+		}
+		if r := callInv(t, cs, c.tool, args); r.isError {
+			t.Fatalf("%s in a ready branch: %s", c.tool, r.text)
+		}
+		for _, req := range f.requestLog() {
+			if got := req.header.Get("X-NetBox-Branch"); (req.path == c.path) != (got == "td5smq0f") {
+				t.Errorf("%s: %s %s carried X-NetBox-Branch %q", c.tool, req.method, req.path, got)
+			}
+		}
+	}
+	r := callInv(t, cs, "create", map[string]any{"name": "x"}, "dry_run", true)
+	if h, _ := r.doc["headers"].(map[string]any); r.doc["branch"] != "review" || h["X-NetBox-Branch"] != "td5smq0f" {
+		t.Errorf("dry run %v, want the branch and its header", r.doc)
+	}
+	for _, rec := range auditRecords(t, &log) {
+		if rec["branch"] != "review" {
+			t.Errorf("audit %v does not name the branch", rec)
+		}
+	}
+	// The agent cannot choose a branch while a branch rule is in force.
+	wantError(t, callInv(t, cs, "search", map[string]any{}, "header", []string{"X-NetBox-Branch: other"}), "invalid_request", false)
+
+	// A branch that does not exist, or is not ready: nothing is sent.
+	for name, want := range map[string]string{"nosuch": "has no branch", "fresh": `"provisioning", not ready`} {
+		b := newBridge(f, true)
+		b.client.branch = name
+		cs := connect(t, b, protocolVersions[0], nil)
+		for tool, args := range map[string]map[string]any{"search": {}, "create": {"name": "x"}} {
+			f.resetLog()
+			r := callInv(t, cs, tool, args)
+			wantError(t, r, "branch_unavailable", false)
+			if !strings.Contains(r.text, `NetBox branch "`+name+`"`) || !strings.Contains(r.text, want) {
+				t.Errorf("%s in branch %s: %q", tool, name, r.text)
+			}
+			if n := f.requests(searchPath) + f.requests(recordsPath); n != 0 {
+				t.Errorf("%s in branch %s: %d target requests", tool, name, n)
+			}
+		}
+	}
+
+	// --branch-only without a branch: writes refused, reads run; the agent
+	// cannot pick a branch either.
+	b = newBridge(f, true)
+	b.branchOnly = true
+	cs = connect(t, b, protocolVersions[0], nil)
+	f.resetLog()
+	r = callInv(t, cs, "create", map[string]any{"name": "x"})
+	wantError(t, r, "branch_required", false)
+	if n := f.requests(recordsPath); n != 0 || !strings.Contains(r.text, "do not retry") && !strings.Contains(r.text, "Do not retry") {
+		t.Errorf("branch_required: %d writes, %q", n, r.text)
+	}
+	if r := callInv(t, cs, "search", map[string]any{}); r.isError {
+		t.Errorf("a read under --branch-only: %s", r.text)
+	}
+	wantError(t, callInv(t, cs, "create", map[string]any{"name": "x"}, "header", []string{"x-netbox-branch: td5smq0f"}), "invalid_request", false)
+	// Without a branch rule the header is the caller's own.
+	cs = connect(t, newBridge(f, true), protocolVersions[0], nil)
+	if r := callInv(t, cs, "search", map[string]any{}, "header", []string{"X-NetBox-Branch: mine"}); r.isError {
+		t.Errorf("X-NetBox-Branch without a branch rule: %s", r.text)
 	}
 }
