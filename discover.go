@@ -455,13 +455,18 @@ func (c *client) selected(ctx context.Context, slug string, opts callOptions) (m
 	var wg sync.WaitGroup
 	wg.Go(func() { m, manifestErr = d.manifest(ctx, slug) })
 	advertised, err := d.advertises(ctx, slug)
-	if err == nil && !advertised {
-		err = errNotAdvertised
-	}
 	if err != nil {
 		cancel() // the manifest is of no use now
 	}
 	wg.Wait()
+	var hs *httpStatusError
+	switch {
+	case err == nil && !advertised && errors.As(manifestErr, &hs) && hs.detail != "":
+		// A plugin that switches its bridge off may say why (Proxbox: 503).
+		err = fmt.Errorf("%w; its manifest URL answered HTTP %d%s", errNotAdvertised, hs.status, hs.detail)
+	case err == nil && !advertised:
+		err = errNotAdvertised
+	}
 	if err != nil {
 		return nil, discoveryError(slug, err), nil
 	}

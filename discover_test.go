@@ -1202,7 +1202,15 @@ func TestScanOneErrorCodes(t *testing.T) {
 		writeJSON(w, http.StatusServiceUnavailable, `{"detail": "maintenance"}`, false)
 	})
 	f.addPlugin("good", readTool("list"))
+	// Proxbox with its bridge switched off: no mcp member, and its manifest
+	// URL answers 503 with why (seen on the real Proxbox).
+	f.setPlugin("switched-off", &fakePlugin{root: `{"jobs": "/api/plugins/switched-off/jobs/"}`})
+	f.handle("/api/plugins/switched-off/mcp/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusServiceUnavailable, `{"detail": "The semantic MCP consumer bridge is not activated.", "activation": {"state": "blocked"}}`, false)
+	})
 	c := f.client()
+	scanOneFails(t, c, "switched-off", "not_advertised",
+		`the plugin root does not advertise an MCP manifest; its manifest URL answered HTTP 503: "The semantic MCP consumer bridge is not activated."`)
 	be := scanOneFails(t, c, "missing", "plugin_not_found", `NetBox has no API root for plugin "missing"`)
 	if be.Plugin != "missing" {
 		t.Errorf("plugin %q", be.Plugin)
