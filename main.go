@@ -1677,7 +1677,7 @@ func demoHandler(base string) http.Handler {
 		w.WriteHeader(status)
 		json.NewEncoder(w).Encode(v)
 	}
-	root := func(slug string, v any) map[string]any { return map[string]any{slug: base + "/api/plugins/" + slug + "/", "mcp": v} }
+	quiet := func(slug string) map[string]any { return map[string]any{slug: base + "/api/plugins/" + slug + "/", "mcp": nil} }
 	advertise := func(slug string) map[string]any {
 		return map[string]any{"mcp": map[string]string{"schema_version": "1", "manifest": "/api/plugins/" + slug + "/mcp/"}}
 	}
@@ -1705,7 +1705,7 @@ func demoHandler(base string) http.Handler {
 		case "GET /api/plugins/example/", "GET /api/plugins/broken/":
 			send(w, http.StatusOK, advertise(strings.Split(r.URL.Path, "/")[3]))
 		case "GET /api/plugins/quiet/", "GET /api/plugins/branching/":
-			send(w, http.StatusOK, root(strings.Split(r.URL.Path, "/")[3], nil))
+			send(w, http.StatusOK, quiet(strings.Split(r.URL.Path, "/")[3]))
 		case "GET /api/plugins/branching/branches/":
 			results := []any{}
 			if r.URL.Query().Get("name") == demoBranch["name"] {
