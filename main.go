@@ -1677,7 +1677,9 @@ func demoHandler(base string) http.Handler {
 		w.WriteHeader(status)
 		json.NewEncoder(w).Encode(v)
 	}
-	quiet := func(slug string) map[string]any { return map[string]any{slug: base + "/api/plugins/" + slug + "/", "mcp": nil} }
+	quiet := func(slug string) map[string]any {
+		return map[string]any{slug: base + "/api/plugins/" + slug + "/", "mcp": nil}
+	}
 	advertise := func(slug string) map[string]any {
 		return map[string]any{"mcp": map[string]string{"schema_version": "1", "manifest": "/api/plugins/" + slug + "/mcp/"}}
 	}
