@@ -868,7 +868,7 @@ func (b *bridge) confirmWrite(ctx context.Context, req *mcp.CallToolRequest, p p
 	var why string
 	if version >= multiRoundTrip {
 		if answer, why = b.answerByResult(req, p); answer == nil && why == "" {
-			return &inputRequired{&mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"confirm": params}, RequestState: newConfirmState(p)}}
+			return &inputRequired{&mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"confirm": params}, RequestState: string(newConfirmState(p, time.Now().Unix(), rand.Text()))}}
 		}
 	} else {
 		answer, why = askInline(ctx, req, params)
@@ -942,13 +942,13 @@ func askInline(ctx context.Context, req *mcp.CallToolRequest, params *mcp.Elicit
 // the question is still to be asked.
 func (b *bridge) answerByResult(req *mcp.CallToolRequest, p prepared) (*mcp.ElicitResult, string) {
 	answer, answered := req.Params.InputResponses["confirm"].(*mcp.ElicitResult)
-	state, valid := parseConfirmState(req.Params.RequestState)
+	asked, valid := confirmState(req.Params.RequestState).verify(p)
 	switch {
-	case !answered || !valid || !state.signs(p):
+	case !answered || !valid:
 		return nil, ""
-	case time.Since(state.asked) > confirmTimeout:
+	case time.Since(asked) > confirmTimeout:
 		return nil, fmt.Sprintf("the answer came more than %v after the question", confirmTimeout)
-	case !b.spent.spend(req.Params.RequestState, state.asked):
+	case !b.spent.spend(req.Params.RequestState, asked):
 		return nil, "this answer was already used for a request: a confirmation sends one request once"
 	}
 	return answer, ""
@@ -998,47 +998,30 @@ var confirmKey = func() []byte {
 }()
 
 // confirmState is what a 2026-07-28 client carries from the question to
-// its answer, as "ASKED.NONCE.MAC": when it was asked (Unix seconds), a
-// nonce of that question, and a MAC over both and the exact request.
-// Invariant: parseConfirmState checks only the form; a state may be
-// trusted, its time included, only after signs says its MAC is right.
-type confirmState struct {
-	asked time.Time
-	nonce string
-	text  string // the state as the client sent it
-}
+// its answer: "ASKED.NONCE.MAC", when it was asked (Unix seconds), a nonce
+// of the question, and a MAC over both and the exact request. Invariant:
+// nothing in a state is trusted, its time included, before verify says
+// that its MAC is right.
+type confirmState string
 
-// newConfirmState is the state of a question about p asked now.
-func newConfirmState(p prepared) string {
-	s := confirmState{asked: time.Unix(time.Now().Unix(), 0), nonce: rand.Text()}
-	return strconv.FormatInt(s.asked.Unix(), 10) + "." + s.nonce + "." + s.mac(p)
-}
-
-func parseConfirmState(text string) (confirmState, bool) {
-	parts := strings.SplitN(text, ".", 3)
-	if len(parts) != 3 {
-		return confirmState{}, false
-	}
-	secs, err := strconv.ParseInt(parts[0], 10, 64)
-	return confirmState{asked: time.Unix(secs, 0), nonce: parts[1], text: text}, err == nil
-}
-
-// mac signs who sends the request (its token and caller headers), the
-// tool, its effect, the exact request, when the question was asked and the
-// nonce.
-func (s confirmState) mac(p prepared) string {
+func newConfirmState(p prepared, asked int64, nonce string) confirmState {
 	mac := hmac.New(sha256.New, confirmKey)
-	fmt.Fprintf(mac, "%d\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00", s.asked.Unix(), s.nonce, p.ct.qualifiedName(), p.ct.tool.effect,
+	// Who sends the request (its token and caller headers), the tool, its
+	// effect, the exact request, when the question was asked and the nonce.
+	fmt.Fprintf(mac, "%d\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00", asked, nonce, p.ct.qualifiedName(), p.ct.tool.effect,
 		p.req.method, p.req.path, p.req.query, p.req.auth)
 	p.req.header.Write(mac) // in sorted order
 	mac.Write(p.req.body)
-	return hex.EncodeToString(mac.Sum(nil))
+	return confirmState(fmt.Sprintf("%d.%s.%x", asked, nonce, mac.Sum(nil)))
 }
 
-// signs reports whether the state is one newConfirmState gave for p.
-func (s confirmState) signs(p prepared) bool {
-	want := strconv.FormatInt(s.asked.Unix(), 10) + "." + s.nonce + "." + s.mac(p)
-	return hmac.Equal([]byte(s.text), []byte(want))
+// verify reports whether the state is one newConfirmState gave for p, and
+// when the question was asked.
+func (s confirmState) verify(p prepared) (asked time.Time, ok bool) {
+	secs, rest, _ := strings.Cut(string(s), ".")
+	nonce, _, _ := strings.Cut(rest, ".")
+	n, err := strconv.ParseInt(secs, 10, 64)
+	return time.Unix(n, 0), err == nil && hmac.Equal([]byte(s), []byte(newConfirmState(p, n, nonce)))
 }
 
 // spentStates are the confirmation states whose answer sent a request, kept
@@ -1218,30 +1201,31 @@ func (c *stdioConn) readLines() {
 // check returns the message on line when the SDK may see it, and otherwise
 // answers it itself (SPEC §11): -32700 for a line that is not exactly one
 // strict JSON value, -32600 for a value that is not a usable JSON-RPC
-// message. The line is parsed once, here: the SDK reads only params.
+// message. The checks parse the line once; the SDK decodes it again.
 func (c *stdioConn) check(line []byte) jsonrpc.Message {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 {
 		return nil
 	}
 	doc, err := decode(line, lineLimits)
-	if err != nil {
+	if err != nil { // JSON-RPC: a parse error's id is null
 		c.reply(nil, jsonrpc.CodeParseError, "parse error: "+err.Error())
 		return nil
 	}
-	rawID, hasID := doc.get("id")
-	id, ok := messageID(rawID)
-	if hasID && !ok {
+	rawID, ok := messageID(doc.get("id"))
+	if !ok {
 		c.reply(nil, jsonrpc.CodeInvalidRequest, "invalid request: an id must be a string or an integer within ±2^53")
 		return nil
 	}
-	m := message(doc, id)
-	if m == nil {
-		c.reply(idText(rawID, hasID), jsonrpc.CodeInvalidRequest, "invalid request: not a JSON-RPC 2.0 message")
+	_, hasResult := doc.get("result")
+	_, hasError := doc.get("error")
+	m, err := jsonrpc.DecodeMessage(line)
+	if _, response := m.(*jsonrpc.Response); err != nil || response && hasResult == hasError {
+		c.reply(rawID, jsonrpc.CodeInvalidRequest, "invalid request: not a JSON-RPC 2.0 message")
 		return nil
 	}
-	req, isRequest := m.(*jsonrpc.Request)
-	if !isRequest || !req.IsCall() {
+	req, ok := m.(*jsonrpc.Request)
+	if !ok || !req.IsCall() {
 		return m
 	}
 	c.mu.Lock()
@@ -1252,13 +1236,13 @@ func (c *stdioConn) check(line []byte) jsonrpc.Message {
 	stateless := version.kind == kindString && version.s >= multiRoundTrip // needs no initialize
 	switch {
 	case c.inFlight[req.ID]:
-		c.replyLocked(idText(rawID, true), jsonrpc.CodeInvalidRequest, "invalid request: a request with this id is still in flight")
+		c.replyLocked(rawID, jsonrpc.CodeInvalidRequest, "invalid request: a request with this id is still in flight")
 		return nil
 	case req.Method == "initialize" && c.initialized:
-		c.replyLocked(idText(rawID, true), jsonrpc.CodeInvalidRequest, "invalid request: the session is already initialized")
+		c.replyLocked(rawID, jsonrpc.CodeInvalidRequest, "invalid request: the session is already initialized")
 		return nil
 	case !c.initialized && !stateless && !slices.Contains([]string{"initialize", "ping", "server/discover"}, req.Method):
-		c.replyLocked(idText(rawID, true), jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: %s before initialize", quote(req.Method)))
+		c.replyLocked(rawID, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: %s before initialize", quote(req.Method)))
 		return nil
 	case req.Method == "initialize":
 		// What follows the line is served in order, before its answer is
@@ -1269,64 +1253,19 @@ func (c *stdioConn) check(line []byte) jsonrpc.Message {
 	return m
 }
 
-// messageID reads a JSON-RPC id: a string, or an integer within ±2^53
-// (an integral token such as 1e3 is the integer it equals).
-func messageID(v value) (jsonrpc.ID, bool) {
+// messageID renders the id of a message for a reply: a string, or an
+// integer within ±2^53 (an integral token such as 1e3 is the integer it
+// equals); nil when the message has none, and false when it is not usable.
+func messageID(id value, has bool) (json.RawMessage, bool) {
 	switch {
-	case v.kind == kindString:
-		id, err := jsonrpc.MakeID(v.s)
-		return id, err == nil
-	case v.kind != kindNumber || !isInteger(v.s, !strings.ContainsAny(v.s, ".eE")):
-		return jsonrpc.ID{}, false
+	case !has:
+		return nil, true
+	case id.kind == kindString:
+		return encode(id), true
+	case id.kind != kindNumber || !isInteger(id.s, !strings.ContainsAny(id.s, ".eE")) || exact(id.s).Num().CmpAbs(maxSafeInteger) > 0:
+		return nil, false
 	}
-	n := exact(v.s).Num()
-	if n.CmpAbs(maxSafeInteger) > 0 {
-		return jsonrpc.ID{}, false
-	}
-	id, err := jsonrpc.MakeID(float64(n.Int64()))
-	return id, err == nil
-}
-
-// message builds the request or response a checked line holds, or nil.
-func message(doc value, id jsonrpc.ID) jsonrpc.Message {
-	version, _ := doc.get("jsonrpc")
-	method, hasMethod := doc.get("method")
-	params, hasParams := doc.get("params")
-	result, hasResult := doc.get("result")
-	fault, hasError := doc.get("error")
-	switch {
-	case version.kind != kindString || version.s != "2.0":
-	case hasMethod && method.kind == kindString && !hasResult && !hasError && (!hasParams || params.kind == kindObject || params.kind == kindArray):
-		m := &jsonrpc.Request{ID: id, Method: method.s}
-		if hasParams {
-			m.Params = encode(params)
-		}
-		return m
-	case hasMethod || !id.IsValid() || hasResult == hasError:
-	case hasResult:
-		return &jsonrpc.Response{ID: id, Result: encode(result)}
-	default:
-		code, _ := fault.get("code")
-		msg, _ := fault.get("message")
-		data, hasData := fault.get("data")
-		if fault.kind != kindObject || code.kind != kindNumber || !isInteger(code.s, !strings.ContainsAny(code.s, ".eE")) || msg.kind != kindString {
-			return nil
-		}
-		e := &jsonrpc.Error{Code: exact(code.s).Num().Int64(), Message: msg.s}
-		if hasData {
-			e.Data = encode(data)
-		}
-		return &jsonrpc.Response{ID: id, Error: e}
-	}
-	return nil
-}
-
-// idText is the id of a line as it came, for a reply, when it has one.
-func idText(v value, has bool) json.RawMessage {
-	if !has || v.kind != kindString && v.kind != kindNumber {
-		return nil
-	}
-	return encode(v)
+	return []byte(exact(id.s).Num().String()), true
 }
 
 // readLine reads one line, discarding the rest of a line over maxLineLength.
