@@ -3,11 +3,13 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -1989,7 +1991,10 @@ func BenchmarkParseManifest(b *testing.B) {
 	}
 }
 
-// BenchmarkCatalogDocument is the scan's output: 512 tools rendered.
+// BenchmarkCatalogDocument is the scan's output for the maximal catalog of
+// typical tools (128 plugins of 4): the index rendered, and what a model
+// pays for it and for one plugin's full descriptors, in bytes and in
+// tokens estimated as bytes / 4.
 func BenchmarkCatalogDocument(b *testing.B) {
 	cat := &catalog{}
 	for i := range specScanRoots {
@@ -2001,11 +2006,18 @@ func BenchmarkCatalogDocument(b *testing.B) {
 		cat.add(slug, m)
 	}
 	cat.sort()
-	b.SetBytes(int64(len(catalogDocument(cat, true))))
+	index := catalogDocument(cat, false)
+	one := catalogDocument(&catalog{plugin: "p000", tools: cat.tools[:4]}, true)
+	b.SetBytes(int64(len(index)))
 	b.ReportAllocs()
 	for b.Loop() {
-		catalogDocument(cat, true)
+		catalogDocument(cat, false)
 	}
+	b.ReportMetric(float64(len(renderCatalog(cat, "full", false, 0))), "full-bytes")
+	b.ReportMetric(float64(len(index)), "index-bytes")
+	b.ReportMetric(float64(len(index)/4), "index-tokens")
+	b.ReportMetric(float64(len(one)), "plugin-bytes")
+	b.ReportMetric(float64(len(one)/4), "plugin-tokens")
 }
 
 // serveProcess is the release binary's serve command, spoken to in
@@ -2166,8 +2178,11 @@ func TestServeMemoryBounded(t *testing.T) {
 			}
 			for range 32 {
 				line := p.reply()
-				if n := bytes.Count(line, []byte(`"qualified_name":"`)); n != specScanTools || bytes.Contains(line, []byte(`"isError":true`)) {
-					t.Fatalf("a reply with %d tools: %s", n, clip(string(line), 2000))
+				var reply struct{ Result struct{ StructuredContent json.RawMessage } }
+				json.Unmarshal(line, &reply)
+				if n := bytes.Count(reply.Result.StructuredContent, []byte(`"qualified_name":"`)); n != specScanTools || bytes.Contains(line, []byte(`"isError":true`)) ||
+					len(reply.Result.StructuredContent) > specIndexLimit || !bytes.Contains(line, []byte(`"detail":"index"`)) {
+					t.Fatalf("a reply with %d tools, %d bytes of structured content: %s", n, len(reply.Result.StructuredContent), clip(string(line), 2000))
 				}
 			}
 			peak := p.peakRSS()
@@ -3361,4 +3376,460 @@ func TestCheckRefusesABadSwitchAndSlug(t *testing.T) {
 		!strings.Contains(out, "tools.run_report.arguments.scope: ") {
 		t.Errorf("invalid arguments for a write: %d\n%s", code, out)
 	}
+}
+
+// ---- the real NetBox (issue 16): stood up by e2e/netbox/setup ----
+
+// realNetBox is the NetBox that e2e/netbox/setup stands up, as its env file
+// describes it: URLs, tokens of real users, the reference's command.
+type realNetBox map[string]string
+
+// loadRealNetBox reads the env file of e2e/netbox/setup; without it, or
+// with its NetBox down, the test skips with one line saying how to run it,
+// unless NETBOX_E2E=1 (CI) requires it.
+func loadRealNetBox(t *testing.T) realNetBox {
+	t.Helper()
+	nb := realNetBox{}
+	data, err := os.ReadFile(cmp.Or(os.Getenv("NETBOX_E2E_ENV"), "/tmp/netbox-e2e/env"))
+	for line := range strings.Lines(string(data)) {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok {
+			nb[k] = v
+		}
+	}
+	if err == nil {
+		var resp *http.Response
+		if resp, err = http.Get(nb["NETBOX_E2E_URL"] + "/api/status/"); err == nil {
+			resp.Body.Close()
+		}
+	}
+	switch {
+	case err == nil:
+	case os.Getenv("NETBOX_E2E") == "1":
+		t.Fatalf("the real NetBox is required (NETBOX_E2E=1) but not up: %v", err)
+	default:
+		t.Skip("no real NetBox: e2e/netbox/run stands one up and runs these tests")
+	}
+	return nb
+}
+
+// token is the named user's token: "alice" (v2), "alice_v1", "bob",
+// "reader", "nobody" or "admin".
+func (nb realNetBox) token(user string) string { return nb["NETBOX_E2E_TOKEN_"+strings.ToUpper(user)] }
+
+// auth is the Authorization that NetBox takes for the named user's token.
+func (nb realNetBox) auth(user string) string {
+	if t := nb.token(user); !strings.HasPrefix(t, "nbt_") {
+		return "Token " + t
+	}
+	return "Bearer " + nb.token(user)
+}
+
+// api asks NetBox's REST API itself: the oracle of these tests. Numbers
+// keep their exact text.
+func (nb realNetBox) api(t *testing.T, method, url, user string, body any, header ...string) (int, map[string]any) {
+	t.Helper()
+	var payload io.Reader
+	if body != nil {
+		data, _ := json.Marshal(body)
+		payload = bytes.NewReader(data)
+	}
+	if !strings.HasPrefix(url, "http") {
+		url = nb["NETBOX_E2E_URL"] + url
+	}
+	req, _ := http.NewRequest(method, url, payload)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	if user != "" {
+		req.Header.Set("Authorization", nb.auth(user))
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	var doc map[string]any
+	dec := json.NewDecoder(resp.Body)
+	dec.UseNumber()
+	dec.Decode(&doc)
+	return resp.StatusCode, doc
+}
+
+// widgets is what NetBox's own REST endpoint of the test plugin lists, by
+// id, in a branch when schemaID is set.
+func (nb realNetBox) widgets(t *testing.T, schemaID string) map[string]map[string]any {
+	t.Helper()
+	var header []string
+	if schemaID != "" {
+		header = []string{"X-NetBox-Branch", schemaID}
+	}
+	status, doc := nb.api(t, http.MethodGet, "/api/plugins/bridge-test/widgets/?limit=1000", "admin", nil, header...)
+	if status != http.StatusOK {
+		t.Fatalf("NetBox lists no widgets: %d %v", status, doc)
+	}
+	out := map[string]map[string]any{}
+	for _, w := range doc["results"].([]any) {
+		w := w.(map[string]any)
+		out[fmt.Sprint(w["id"])] = w
+	}
+	return out
+}
+
+// changedBy is the user NetBox's changelog names for the last change of a
+// widget.
+func (nb realNetBox) changedBy(t *testing.T, id string) string {
+	t.Helper()
+	_, doc := nb.api(t, http.MethodGet, "/api/core/object-changes/?changed_object_id="+id+"&ordering=-time&limit=50", "admin", nil)
+	results, _ := doc["results"].([]any)
+	for _, r := range results {
+		r := r.(map[string]any)
+		if fmt.Sprint(r["changed_object_type"]) == "netbox_bridge_test.widget" {
+			return fmt.Sprint(r["user_name"])
+		}
+	}
+	return ""
+}
+
+// env is a process environment for the release binary against url with a
+// user's token ("" for none) and no profile.
+func (nb realNetBox) env(t *testing.T, url, user string) []string {
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "NETBOX_URL=" + cmp.Or(url, nb["NETBOX_E2E_URL"])}
+	if user != "" {
+		env = append(env, "NETBOX_TOKEN="+nb.token(user))
+	}
+	return env
+}
+
+// session serves the release binary over stdio against the real NetBox and
+// connects the go-sdk client to it.
+func (nb realNetBox) session(t *testing.T, env []string, opts *mcp.ClientOptions, args ...string) *mcp.ClientSession {
+	t.Helper()
+	cmd := exec.Command(releaseBinary(t), args...)
+	cmd.Env = env
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "netbox-e2e", Version: "1"}, opts).Connect(context.Background(),
+		&mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersions[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// command runs the release binary once.
+func (nb realNetBox) command(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(releaseBinary(t), args...)
+	cmd.Env = env
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatal(err)
+	}
+	return cmd.ProcessState.ExitCode(), out.String(), errOut.String()
+}
+
+// tally counts the checks of one group for its netbox: line.
+type tally struct {
+	t              *testing.T
+	passed, failed int
+}
+
+func (c *tally) check(ok bool, format string, args ...any) bool {
+	c.t.Helper()
+	if ok {
+		c.passed++
+	} else {
+		c.failed++
+		c.t.Errorf(format, args...)
+	}
+	return ok
+}
+
+// TestRealNetBox runs the bridge against a real NetBox with real plugins
+// and users (issue 16): every assertion on NetBox's state is made through
+// NetBox's own REST API, never on the bridge's word. Each group prints a
+// line beginning "netbox:".
+func TestRealNetBox(t *testing.T) {
+	nb := loadRealNetBox(t)
+	groups := []struct {
+		name string
+		run  func(*testing.T, realNetBox, *tally)
+	}{
+		{"scan", realScan}, {"reads", realReads}, {"writes", realWrites}, {"http", realHTTP},
+		{"check", realCheck}, {"proxbox", realProxbox}, {"branching", realBranching},
+	}
+	total := tally{t: t}
+	for _, g := range groups {
+		t.Run(g.name, func(t *testing.T) {
+			c := &tally{t: t}
+			g.run(t, nb, c)
+			t.Logf("netbox: %s: %d passed, %d failed", g.name, c.passed, c.failed)
+			total.passed, total.failed = total.passed+c.passed, total.failed+c.failed
+		})
+	}
+	t.Logf("netbox: NetBox %s, %d passed, %d failed", nb["NETBOX_E2E_VERSION"], total.passed, total.failed)
+}
+
+// realScan: scan finds the test plugin's and the real Proxbox's tools, skips
+// NetBox's installed-plugins listing and the branching plugin, which
+// advertises nothing, without a problem; the same under BASE_PATH.
+func realScan(t *testing.T, nb realNetBox, c *tally) {
+	_, list := nb.api(t, http.MethodGet, "/api/plugins/", "alice", nil)
+	c.check(list["installed-plugins"] != nil && list["branching"] != nil, "NetBox's plugin list %v lacks installed-plugins or branching", list)
+	_, manifest := nb.api(t, http.MethodGet, "/api/plugins/proxbox/mcp/", "alice", nil)
+	want := []string{"bridge-test.broken_count", "bridge-test.create_widget", "bridge-test.delete_widget", "bridge-test.get_widget", "bridge-test.list_widgets"}
+	withProxbox := slices.Clone(want)
+	for _, tool := range manifest["tools"].([]any) {
+		withProxbox = append(withProxbox, "proxbox."+tool.(map[string]any)["name"].(string))
+	}
+	slices.Sort(withProxbox)
+	for url, want := range map[string][]string{nb["NETBOX_E2E_URL"]: withProxbox, nb["NETBOX_E2E_URL_BASEPATH"]: want} {
+		code, out, errOut := nb.command(t, nb.env(t, url, "alice"), "scan", "--json")
+		var doc catalogJSON
+		json.Unmarshal([]byte(out), &doc)
+		c.check(code == 0 && slices.Equal(doc.names(), want) && len(doc.Problems) == 0,
+			"scan --json of %s: exit %d, tools %v, problems %v, want %v and none\n%s", url, code, doc.names(), doc.Problems, want, errOut)
+		code, out, _ = nb.command(t, nb.env(t, url, "alice"), "scan", "--plugin", "bridge-test")
+		c.check(code == 0 && strings.Contains(out, "bridge-test.create_widget  POST    write"), "scan --plugin bridge-test of %s: %d\n%s", url, code, out)
+	}
+}
+
+// realReads: a read returns what NetBox's own REST API returns, a big
+// integer and a date-time exactly; a token without permission gets
+// NetBox's own 403 and its detail; v1 and v2 tokens work, configured and
+// per call.
+func realReads(t *testing.T, nb realNetBox, c *tally) {
+	direct := nb.widgets(t, "")
+	cs := nb.session(t, nb.env(t, "", "alice"), nil)
+	r := call(t, cs, "plugin_call_tool", map[string]any{"plugin": "bridge-test", "tool": "list_widgets", "arguments": map[string]any{"limit": 1000}})
+	body, _ := r.doc["body"].(map[string]any)
+	results, _ := body["results"].([]any)
+	ids := map[string]bool{}
+	for _, w := range results {
+		ids[fmt.Sprint(w.(map[string]any)["id"])] = true
+	}
+	c.check(!r.isError && len(ids) == len(direct) && len(direct) > 0, "list_widgets: %d widgets, NetBox lists %d: %s", len(ids), len(direct), clip(r.text, 300))
+	for id, w := range direct {
+		c.check(ids[id], "widget %s (%v) is missing from the bridge's read", id, w["name"])
+	}
+	for id := range direct {
+		r = call(t, cs, "plugin_call_tool", map[string]any{"plugin": "bridge-test", "tool": "get_widget", "arguments": map[string]any{"id": json.Number(id)}})
+		_, one := nb.api(t, http.MethodGet, "/api/plugins/bridge-test/widgets/"+id+"/", "alice", nil)
+		var got struct{ Body map[string]any }
+		dec := json.NewDecoder(strings.NewReader(r.text))
+		dec.UseNumber()
+		dec.Decode(&got)
+		c.check(!r.isError && got.Body["serial"] == one["serial"] && got.Body["observed"] == one["observed"] && got.Body["last_updated"] == one["last_updated"],
+			"get_widget %s: %s, want serial %v, observed %v and last_updated %v exactly as NetBox has them", id, clip(r.text, 300), one["serial"], one["observed"], one["last_updated"])
+	}
+
+	// The user without permissions: NetBox's own 403, with its detail.
+	status, refused := nb.api(t, http.MethodGet, "/api/plugins/bridge-test/widgets/", "nobody", nil)
+	cs = nb.session(t, nb.env(t, "", "nobody"), nil)
+	r = call(t, cs, "plugin_call_tool", map[string]any{"plugin": "bridge-test", "tool": "list_widgets"})
+	c.check(status == http.StatusForbidden && r.code() == "http_error" && r.errorField("status") == 403.0 &&
+		strings.Contains(r.text, fmt.Sprint(refused["detail"])), "the permission-less token: NetBox %d %v, the bridge %s", status, refused, r.text)
+
+	// v1 and v2 tokens, configured and per call; a read-only user reads.
+	for _, user := range []string{"alice_v1", "reader"} {
+		cs := nb.session(t, nb.env(t, "", user), nil)
+		r := call(t, cs, "plugin_call_tool", map[string]any{"plugin": "bridge-test", "tool": "list_widgets"})
+		c.check(!r.isError && r.doc["status"] == 200.0, "configured %s: %s", user, clip(r.text, 300))
+	}
+	cs = nb.session(t, nb.env(t, "", ""), nil)
+	for _, user := range []string{"alice", "alice_v1"} {
+		r := call(t, cs, "plugin_call_tool", map[string]any{"plugin": "bridge-test", "tool": "list_widgets", "token": nb.token(user)})
+		c.check(!r.isError && r.doc["status"] == 200.0, "per-call %s: %s", user, clip(r.text, 300))
+	}
+}
+
+// realWrites: a dry run and a write with mutations off change nothing; an
+// allowed write creates exactly one object, which NetBox's changelog puts
+// under the token's user; a confirmed destructive call deletes exactly one
+// and a declined one nothing.
+func realWrites(t *testing.T, nb realNetBox, c *tally) {
+	before := nb.widgets(t, "")
+	name := fmt.Sprintf("e2e-%d", time.Now().UnixNano())
+	create := map[string]any{"plugin": "bridge-test", "tool": "create_widget", "arguments": map[string]any{"name": name, "serial": json.Number("9007199254740993")}}
+	off := nb.session(t, nb.env(t, "", "alice"), nil)
+	dry := maps.Clone(create)
+	dry["dry_run"] = true
+	r := call(t, off, "plugin_call_tool", dry)
+	c.check(!r.isError && r.doc["dry_run"] == true && r.doc["allowed"] == false && len(nb.widgets(t, "")) == len(before), "dry run: %s", clip(r.text, 300))
+	r = call(t, off, "plugin_call_tool", create)
+	c.check(r.code() == "mutations_disabled" && len(nb.widgets(t, "")) == len(before), "mutations off: %s", clip(r.text, 300))
+
+	var answer atomic.Value
+	answer.Store("decline")
+	asks := &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: answer.Load().(string), Content: map[string]any{"confirm": answer.Load() == "accept"}}, nil
+	}}
+	on := nb.session(t, nb.env(t, "", "alice"), asks, "--allow-mutations=bridge-test.create_widget,bridge-test.delete_widget")
+	r = call(t, on, "plugin_call_tool", create)
+	after := nb.widgets(t, "")
+	id := fmt.Sprint(r.doc["body"].(map[string]any)["id"])
+	c.check(!r.isError && r.doc["status"] == 201.0 && len(after) == len(before)+1 && after[id]["name"] == name &&
+		fmt.Sprint(after[id]["serial"]) == "9007199254740993", "an allowed write: %s; NetBox has %d widgets, had %d", clip(r.text, 300), len(after), len(before))
+	c.check(nb.changedBy(t, id) == nb["NETBOX_E2E_USER_ALICE"], "NetBox's changelog names %q for widget %s, want %s", nb.changedBy(t, id), id, nb["NETBOX_E2E_USER_ALICE"])
+
+	del := map[string]any{"plugin": "bridge-test", "tool": "delete_widget", "arguments": map[string]any{"id": json.Number(id)}}
+	r = call(t, on, "plugin_call_tool", del)
+	c.check(r.code() == "not_confirmed" && nb.widgets(t, "")[id] != nil, "a declined delete: %s", clip(r.text, 300))
+	answer.Store("accept")
+	r = call(t, on, "plugin_call_tool", del)
+	final := nb.widgets(t, "")
+	c.check(!r.isError && r.doc["status"] == 204.0 && final[id] == nil && len(final) == len(before), "a confirmed delete: %s; %d widgets", clip(r.text, 300), len(final))
+
+	// A user who may not add: NetBox refuses, the bridge says the outcome is
+	// unknown (a write that got a non-2xx), and nothing was created.
+	reader := nb.session(t, nb.env(t, "", "reader"), nil, "--allow-mutations")
+	r = call(t, reader, "plugin_call_tool", create)
+	c.check(r.code() == "outcome_unknown" && r.errorField("status") == 403.0 && len(nb.widgets(t, "")) == len(before), "the reader's write: %s", clip(r.text, 300))
+}
+
+// realHTTP: serve --http in the caller-token mode, two users through the
+// TypeScript SDK client: NetBox's changelog records each call under its own
+// user; the annotations follow the write policy as that client sees them.
+func realHTTP(t *testing.T, nb realNetBox, c *tally) {
+	dir := nodeClients(t)
+	for _, policy := range []string{"bridge-test.create_widget", ""} {
+		addr := freeAddr(t)
+		args := []string{}
+		if policy != "" {
+			args = append(args, "--allow-mutations="+policy)
+		}
+		startHTTPServe(t, nb.env(t, "", ""), addr, http.DefaultClient, "http", args...)
+		for _, user := range []string{"alice", "bob"} {
+			name := fmt.Sprintf("e2e-%s-%d", user, time.Now().UnixNano())
+			calls, _ := json.Marshal([]map[string]any{{"name": "plugin_call_tool", "arguments": map[string]any{"plugin": "bridge-test", "tool": "create_widget",
+				"arguments": map[string]any{"name": name}}}})
+			out, err := exec.Command("node", filepath.Join(dir, "calls.mjs"), "http://"+addr+"/mcp", nb.auth(user), string(calls)).Output()
+			var doc struct {
+				Tools []struct {
+					Name        string
+					Annotations map[string]any
+				}
+				Results []struct {
+					IsError           bool
+					StructuredContent map[string]any
+				}
+			}
+			if !c.check(err == nil && json.Unmarshal(out, &doc) == nil && len(doc.Results) == 1, "node calls.mjs as %s: %v\n%s", user, err, out) {
+				continue
+			}
+			for _, tool := range doc.Tools {
+				if tool.Name == "plugin_call_tool" {
+					c.check(tool.Annotations["readOnlyHint"] == (policy == "") && tool.Annotations["destructiveHint"] == (policy != ""),
+						"--allow-mutations=%s: the TypeScript client sees annotations %v", policy, tool.Annotations)
+				}
+			}
+			res := doc.Results[0]
+			if policy == "" {
+				c.check(res.IsError && res.StructuredContent["error"].(map[string]any)["code"] == "mutations_disabled", "%s with writes off: %v", user, res)
+				continue
+			}
+			body, _ := res.StructuredContent["body"].(map[string]any)
+			id := fmt.Sprint(body["id"])
+			c.check(!res.IsError && nb.changedBy(t, id) == nb["NETBOX_E2E_USER_"+strings.ToUpper(user)],
+				"%s over HTTP: %v; NetBox's changelog names %q", user, res, nb.changedBy(t, id))
+			nb.api(t, http.MethodDelete, "/api/plugins/bridge-test/widgets/"+id+"/", "admin", nil)
+		}
+	}
+}
+
+// realCheck: check --plugin finds the tool whose answer breaks its own
+// outputSchema, passes the others, and its anonymous probes meet NetBox's
+// real refusal.
+func realCheck(t *testing.T, nb realNetBox, c *tally) {
+	status, anon := nb.api(t, http.MethodGet, "/api/plugins/bridge-test/widgets/", "", nil)
+	c.check(status == http.StatusForbidden, "NetBox answers an anonymous read %d %v, want 403", status, anon)
+	code, out, errOut := nb.command(t, nb.env(t, "", "alice"), "check", "--plugin", "bridge-test")
+	c.check(code == 1 && strings.Contains(out, "tools.broken_count.response.count: expected integer, got string") && !strings.Contains(out, ".anonymous"),
+		"check --plugin bridge-test: %d\n%s%s", code, out, errOut)
+	for _, tool := range []string{"list_widgets", "get_widget"} {
+		c.check(strings.Contains(out, tool+" (read): called: 200") && !strings.Contains(out, "tools."+tool+"."), "check --plugin: %s is not called cleanly\n%s", tool, out)
+	}
+	code, out, errOut = nb.command(t, nb.env(t, nb["NETBOX_E2E_URL_BASEPATH"], "alice"), "check", "--plugin", "bridge-test")
+	c.check(code == 0 && strings.HasSuffix(out, "bridge-test: valid — 4 tools, 2 read(s) called, 2 write(s) as dry runs\n"),
+		"check --plugin bridge-test without its broken tool, under BASE_PATH: %d\n%s%s", code, out, errOut)
+}
+
+// realProxbox: the real Proxbox, with its bridge switched on the way its
+// own test does, is scanned and checked live; with its bridge off (as it
+// ships) it is reported as not advertising, with its 503 detail.
+func realProxbox(t *testing.T, nb realNetBox, c *tally) {
+	code, out, errOut := nb.command(t, nb.env(t, "", "alice"), "check", "--plugin", "proxbox")
+	c.check(code != 2 && !strings.Contains(out, "advertisement") && !strings.Contains(out, "manifest."),
+		"check --plugin proxbox, its bridge on: %d\n%s%s", code, out, errOut)
+	t.Logf("check --plugin proxbox, its bridge on (exit %d):\n%s", code, out)
+	status, off := nb.api(t, http.MethodGet, nb["NETBOX_E2E_URL_BASEPATH"]+"/api/plugins/proxbox/mcp/", "alice", nil)
+	code, out, _ = nb.command(t, nb.env(t, nb["NETBOX_E2E_URL_BASEPATH"], "alice"), "scan", "--plugin", "proxbox")
+	c.check(status == http.StatusServiceUnavailable && code == 1 && strings.Contains(out, "proxbox: not_advertised: ") && strings.Contains(out, fmt.Sprint(off["detail"])),
+		"scan --plugin proxbox, its bridge off: NetBox %d %v; the bridge %d\n%s", status, off, code, out)
+}
+
+// realBranching: with --branch, writes land in a real NetBox Branching
+// branch, and main is untouched until a merge (SPEC §16).
+func realBranching(t *testing.T, nb realNetBox, c *tally) {
+	name := fmt.Sprintf("e2e-%d", time.Now().UnixNano())
+	status, br := nb.api(t, http.MethodPost, "/api/plugins/branching/branches/", "admin", map[string]any{"name": name})
+	if !c.check(status == http.StatusCreated, "creating a branch: %d %v", status, br) {
+		return
+	}
+	branchURL := fmt.Sprintf("/api/plugins/branching/branches/%v/", br["id"])
+	waitStatus := func(want string) map[string]any {
+		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+			if _, br = nb.api(t, http.MethodGet, branchURL, "admin", nil); br["status"].(map[string]any)["value"] == want {
+				break
+			}
+		}
+		return br
+	}
+	br = waitStatus("ready")
+	schemaID := fmt.Sprint(br["schema_id"])
+	if !c.check(br["status"].(map[string]any)["value"] == "ready", "the branch never became ready: %v", br) {
+		return
+	}
+	main0 := nb.widgets(t, "")
+	var victim string
+	for id := range main0 {
+		victim = id
+	}
+	cs := nb.session(t, nb.env(t, "", "alice"), nil, "--branch", name, "--allow-mutations", "--confirm", "off")
+	widget := fmt.Sprintf("e2e-branch-%d", time.Now().UnixNano())
+	r := call(t, cs, "plugin_call_tool", map[string]any{"plugin": "bridge-test", "tool": "create_widget", "arguments": map[string]any{"name": widget}})
+	created := fmt.Sprint(r.doc["body"].(map[string]any)["id"])
+	inBranch, inMain := nb.widgets(t, schemaID), nb.widgets(t, "")
+	c.check(!r.isError && inBranch[created] != nil && inMain[created] == nil && len(inMain) == len(main0),
+		"a write in the branch: %s; in the branch %t, in main %t", clip(r.text, 300), inBranch[created] != nil, inMain[created] != nil)
+	r = call(t, cs, "plugin_call_tool", map[string]any{"plugin": "bridge-test", "tool": "delete_widget", "arguments": map[string]any{"id": json.Number(victim)}})
+	inBranch, inMain = nb.widgets(t, schemaID), nb.widgets(t, "")
+	c.check(!r.isError && inBranch[victim] == nil && inMain[victim] != nil, "a delete in the branch: %s", clip(r.text, 300))
+	r = call(t, cs, "plugin_call_tool", map[string]any{"plugin": "bridge-test", "tool": "list_widgets", "header": []string{"X-NetBox-Branch: " + schemaID}})
+	c.check(r.code() == "invalid_request", "a caller's X-NetBox-Branch under --branch: %s", clip(r.text, 300))
+
+	// Merged through the plugin's API, both changes are in main.
+	status, job := nb.api(t, http.MethodPost, branchURL+"merge/", "admin", map[string]any{"commit": true})
+	br = waitStatus("merged")
+	merged := nb.widgets(t, "")
+	c.check(status < 300 && merged[created] != nil && merged[victim] == nil, "after the merge (%d %v, branch %v): created in main %t, deleted from main %t",
+		status, job, br["status"], merged[created] != nil, merged[victim] == nil)
+
+	// A merged branch is not ready, and an unknown one does not exist:
+	// branch_unavailable, nothing sent; --branch-only without a branch.
+	for _, branch := range []string{name, "nosuch-" + name} {
+		cs := nb.session(t, nb.env(t, "", "alice"), nil, "--branch", branch, "--allow-mutations")
+		before := nb.widgets(t, "")
+		r := call(t, cs, "plugin_call_tool", map[string]any{"plugin": "bridge-test", "tool": "create_widget", "arguments": map[string]any{"name": widget + "-x"}})
+		c.check(r.code() == "branch_unavailable" && r.errorField("dispatched") == false && len(nb.widgets(t, "")) == len(before),
+			"--branch %s: %s", branch, clip(r.text, 300))
+	}
+	cs = nb.session(t, nb.env(t, "", "alice"), nil, "--branch-only", "--allow-mutations")
+	r = call(t, cs, "plugin_call_tool", map[string]any{"plugin": "bridge-test", "tool": "create_widget", "arguments": map[string]any{"name": widget + "-y"}})
+	c.check(r.code() == "branch_required" && len(nb.widgets(t, "")) == len(merged), "--branch-only without a branch: %s", clip(r.text, 300))
+	t.Logf("netbox: branching: branch %s (%s) created, written, merged", name, schemaID)
 }

@@ -370,21 +370,32 @@ func progressSender(ctx context.Context, req *mcp.CallToolRequest, token any) (u
 
 // catalogDocument renders a catalog as the plugin_list_tools result (SPEC
 // §9): every descriptor when full is set or the document fits
-// fullCatalogLimit, else the index.
+// fullCatalogLimit, else the index, which drops its titles and then
+// clips its summaries shorter until it fits indexLimit.
 func catalogDocument(cat *catalog, full bool) []byte {
-	if doc := renderCatalog(cat, "full", false); full || len(doc) <= fullCatalogLimit {
+	size := 0 // of the descriptors alone, without rendering them
+	for _, t := range cat.tools {
+		size += len(t.tool.descriptor)
+	}
+	if full || size <= fullCatalogLimit {
+		if doc := renderCatalog(cat, "full", false, 0); full || len(doc) <= fullCatalogLimit {
+			return doc
+		}
+	}
+	if doc := renderCatalog(cat, "index", true, summaryLimit); len(doc) <= indexLimit {
 		return doc
 	}
-	if doc := renderCatalog(cat, "index", true); len(doc) <= indexLimit {
-		return doc
+	for summary := summaryLimit; ; summary = summary * 3 / 4 {
+		if doc := renderCatalog(cat, "index", false, summary); len(doc) <= indexLimit || summary == 0 {
+			return doc
+		}
 	}
-	return renderCatalog(cat, "index", false)
 }
 
 // renderCatalog renders the full document, each descriptor exactly as in
 // its manifest plus plugin, qualified_name and request_path, or the index,
-// with titles or without.
-func renderCatalog(cat *catalog, detail string, titles bool) []byte {
+// with titles or without, its summaries clipped to summary bytes.
+func renderCatalog(cat *catalog, detail string, titles bool, summary int) []byte {
 	size := 64
 	for _, t := range cat.tools {
 		size += len(t.tool.descriptor) + 2*len(t.plugin) + len(t.requestPath) + 64
@@ -414,7 +425,7 @@ func renderCatalog(cat *catalog, detail string, titles bool) []byte {
 		if titles {
 			b = appendString(append(b, `,"title":`...), t.tool.title)
 		}
-		b = appendString(append(b, `,"summary":`...), t.tool.summary)
+		b = appendString(append(b, `,"summary":`...), clip(t.tool.summary, summary))
 		b = append(b, '}')
 	}
 	b = append(b, `],"problems":[`...)

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -1702,5 +1703,163 @@ func TestBranch(t *testing.T) {
 	cs = connect(t, newBridge(f, true), protocolVersions[0], nil)
 	if r := callInv(t, cs, "search", map[string]any{}, "header", []string{"X-NetBox-Branch: mine"}); r.isError {
 		t.Errorf("X-NetBox-Branch without a branch rule: %s", r.text)
+	}
+}
+
+// ---- what the model pays and reads (SPEC §9, issue 18) ----
+
+// specFullLimit and specIndexLimit are SPEC §9's sizes of the catalog's two
+// forms, and specSummary the characters of an index summary.
+const (
+	specFullLimit  = 32 << 10
+	specIndexLimit = 64 << 10
+	specSummary    = 160
+)
+
+// checkIndex checks an index document against SPEC §9: its size, its
+// members, no schema, and summaries that are first sentences.
+func checkIndex(t *testing.T, text string, tools int) {
+	t.Helper()
+	var doc struct {
+		Detail   string
+		Next     string
+		Tools    []map[string]any
+		Problems []any
+	}
+	if err := json.Unmarshal([]byte(text), &doc); err != nil || doc.Detail != "index" || len(doc.Tools) != tools || doc.Next == "" || doc.Problems == nil {
+		t.Fatalf("not the index of %d tools: %v %s", tools, err, clip(text, 500))
+	}
+	if len(text) > specIndexLimit || strings.Contains(text, "inputSchema") || strings.Contains(text, "outputSchema") {
+		t.Errorf("the index is %d bytes (at most %d), or holds a schema", len(text), specIndexLimit)
+	}
+	if !strings.Contains(doc.Next, "plugin") {
+		t.Errorf("next %q does not say to call again with plugin", doc.Next)
+	}
+	for _, tool := range doc.Tools {
+		for k := range tool {
+			if !slices.Contains([]string{"plugin", "name", "qualified_name", "effect", "title", "summary"}, k) {
+				t.Fatalf("an index entry has %q: %v", k, tool)
+			}
+		}
+		if tool["qualified_name"] != fmt.Sprint(tool["plugin"], ".", tool["name"]) || tool["effect"] == nil || tool["summary"] == nil {
+			t.Fatalf("index entry %v", tool)
+		}
+		if n := utf8.RuneCountInString(tool["summary"].(string)); n > specSummary {
+			t.Fatalf("a summary of %d characters: %v", n, tool)
+		}
+	}
+	t.Logf("catalog: the index of %d tools: %d bytes, about %d tokens", tools, len(text), len(text)/4)
+}
+
+// TestCatalogForms: SPEC §9, without plugin the full document when its JSON
+// is at most 32 KiB, else the index (names, effects, titles when they fit,
+// first-sentence summaries, problems, next), at most 64 KiB for the maximal
+// catalog; with plugin that plugin's full descriptors; one document as text
+// and as structured content.
+func TestCatalogForms(t *testing.T) {
+	// A small catalog: the full form.
+	f := newInvNetBox(t)
+	cs := connect(t, newBridge(f, false), protocolVersions[0], nil)
+	small := call(t, cs, "plugin_list_tools", map[string]any{})
+	if small.doc["detail"] != "full" || len(small.text) > specFullLimit || !strings.Contains(small.text, "inputSchema") {
+		t.Errorf("a small catalog: detail %v, %d bytes", small.doc["detail"], len(small.text))
+	}
+	// The maximal catalog of typical tools, 128 plugins of 4.
+	big := newFakeNetBox(t)
+	for i := range specScanRoots {
+		big.setPlugin(catalogSlug(i), &fakePlugin{manifest: benchManifest(catalogSlug(i))})
+	}
+	cs = connect(t, newBridge(big, false), protocolVersions[0], nil)
+	all := call(t, cs, "plugin_list_tools", map[string]any{})
+	checkIndex(t, all.text, 4*specScanRoots)
+	one := call(t, cs, "plugin_list_tools", map[string]any{"plugin": "p007"})
+	if one.doc["detail"] != "full" || len(one.doc["tools"].([]any)) != 4 || !strings.Contains(one.text, `"inputSchema":{"type":"object"`) {
+		t.Errorf("plugin p007: %s", clip(one.text, 300))
+	}
+	// A catalog a little over 32 KiB keeps its titles and whole summaries.
+	mid := newFakeNetBox(t)
+	for i := range 12 {
+		mid.setPlugin(catalogSlug(i), &fakePlugin{manifest: benchManifest(catalogSlug(i))})
+	}
+	cs = connect(t, newBridge(mid, false), protocolVersions[0], nil)
+	r := call(t, cs, "plugin_list_tools", map[string]any{})
+	checkIndex(t, r.text, 48)
+	if first := r.doc["tools"].([]any)[0].(map[string]any); first["title"] != "Delete an inventory report" ||
+		first["summary"] != "Delete one finished inventory report and its results." {
+		t.Errorf("a mid-sized index entry %v, want its title and its description's first sentence", first)
+	}
+}
+
+// TestRefusalsNeverInviteARetry: SPEC §9, mutations_disabled (with and
+// without a list) and every cause of not_confirmed say that a human refused
+// or must allow the write and that the same call must not be retried unless
+// the human asks; never "correct the call and retry".
+func TestRefusalsNeverInviteARetry(t *testing.T) {
+	f := newInvNetBox(t)
+	say := func(name string, r result, code string) {
+		t.Helper()
+		wantError(t, r, code, false)
+		lower := strings.ToLower(r.text)
+		if strings.Contains(lower, "correct the call and retry") || !strings.Contains(lower, "do not retry") ||
+			!strings.Contains(lower, "unless the user asks") || !strings.Contains(lower, "human") && !strings.Contains(lower, "operator") {
+			t.Errorf("%s: %q", name, r.text)
+		}
+	}
+	cs := connect(t, newBridge(f, false), protocolVersions[0], nil)
+	say("the switch off", callInv(t, cs, "create", map[string]any{"name": "x"}), "mutations_disabled")
+	b := newBridge(f, false)
+	b.policy = writePolicy{entries: []string{"inv.purge"}, setting: "--allow-mutations"}
+	cs = connect(t, b, protocolVersions[0], nil)
+	say("not on the list", callInv(t, cs, "create", map[string]any{"name": "x"}), "mutations_disabled")
+	for _, c := range []struct {
+		name   string
+		answer *mcp.ElicitResult
+		mode   string
+		asks   bool
+	}{
+		{"declined", &mcp.ElicitResult{Action: "decline"}, "auto", true},
+		{"cancelled", &mcp.ElicitResult{Action: "cancel"}, "auto", true},
+		{"accepted without confirm", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": false}}, "auto", true},
+		{"a client that cannot ask", nil, "destructive", false},
+	} {
+		b := newBridge(f, true)
+		b.confirm = c.mode
+		var opts *mcp.ClientOptions
+		if c.asks {
+			opts = &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return c.answer, nil }}
+		}
+		cs := connect(t, b, protocolVersions[0], opts)
+		say(c.name, callInv(t, cs, "purge", map[string]any{}), "not_confirmed")
+	}
+	b = newBridge(f, true)
+	b.branchOnly = true
+	cs = connect(t, b, protocolVersions[0], nil)
+	say("branch_required", callInv(t, cs, "create", map[string]any{"name": "x"}), "branch_required")
+}
+
+// TestModelFacingText: what a model reads before any call, the server's
+// instructions and the two tools' descriptions, is short (tokens counted
+// as bytes / 4, the figure in the README) and names the two-step catalog,
+// dry_run, a human's yes for writes, and outcome_unknown.
+func TestModelFacingText(t *testing.T) {
+	f := newInvNetBox(t)
+	cs := connect(t, newBridge(f, true), protocolVersions[0], nil)
+	text := cs.InitializeResult().Instructions
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range tools.Tools {
+		text += "\n" + tool.Description
+	}
+	tokens := len(text) / 4
+	t.Logf("model: the instructions and the tool descriptions: %d bytes, about %d tokens", len(text), tokens)
+	if tokens > 300 {
+		t.Errorf("%d tokens of instructions and descriptions, want at most 300", tokens)
+	}
+	for _, want := range []string{"plugin_list_tools", "with plugin", "plugin_call_tool", "dry_run", "human", "outcome_unknown", "not be retried"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the model-facing text does not say %q:\n%s", want, text)
+		}
 	}
 }

@@ -38,8 +38,10 @@ nbx_safe_rm() {
 	rm -rf --one-file-system -- "$dir"
 }
 
-# nbx_kill_groups PIDFILE...: stop the process groups whose leaders' pids are in the files
-# (TERM to all at once, KILL after 10 s), then remove the files.
+# nbx_kill_groups PIDFILE...: stop the process groups whose leaders' pids are in the files,
+# then remove the files. SIGINT first (gunicorn's and Redis's quick shutdown; RQ's warm
+# one), SIGKILL after 3 s: nothing here holds data worth a graceful exit, since every
+# setup restores the database and Redis keeps none.
 nbx_kill_groups() {
 	local f pid pids=() i alive
 	for f in "$@"; do
@@ -49,16 +51,16 @@ nbx_kill_groups() {
 		case $pid in '' | *[!0-9]*) continue ;; esac
 		kill -0 "$pid" 2>/dev/null || continue
 		pids+=("$pid")
-		kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+		kill -INT -- "-$pid" 2>/dev/null || kill -INT "$pid" 2>/dev/null || true
 	done
 	[ ${#pids[@]} -gt 0 ] || return 0
-	for i in $(seq 1 150); do
+	for i in $(seq 1 80); do
 		alive=0
 		for pid in "${pids[@]}"; do
 			if kill -0 "$pid" 2>/dev/null; then alive=1; fi
 		done
 		[ $alive = 1 ] || return 0
-		[ "$i" != 100 ] || for pid in "${pids[@]}"; do
+		[ "$i" != 30 ] || for pid in "${pids[@]}"; do
 			kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
 		done
 		sleep 0.1
@@ -69,6 +71,8 @@ nbx_kill_groups() {
 nbx_stop_all() {
 	local root="" f pgdata pgbin
 	[ -f "$NBX_STATE/root" ] && root=$(cat "$NBX_STATE/root")
+	# NetBox first (its processes stall without Redis), then Redis, then PostgreSQL.
+	nbx_kill_groups "$NBX_STATE"/pids/web-*.pid "$NBX_STATE"/pids/rqworker.pid
 	nbx_kill_groups "$NBX_STATE"/pids/*.pid
 	if [ -n "$root" ] && [ -d "$root" ]; then
 		pgdata=$root/var/lib/nbx-e2e/pgdata
@@ -81,5 +85,9 @@ nbx_stop_all() {
 		fi
 		nbx_umount_all "$root"
 	fi
+	# A root that failed half-way through being built may still have /proc mounted.
+	for root in "$NBX_CACHE"/root-*.tmp; do
+		[ -d "$root" ] && nbx_umount_all "$root"
+	done
 	rm -f "$NBX_STATE/root"
 }
