@@ -2178,7 +2178,9 @@ func TestServeMemoryBounded(t *testing.T) {
 			}
 			for range 32 {
 				line := p.reply()
-				var reply struct{ Result struct{ StructuredContent json.RawMessage } }
+				var reply struct {
+					Result struct{ StructuredContent json.RawMessage }
+				}
 				json.Unmarshal(line, &reply)
 				if n := bytes.Count(reply.Result.StructuredContent, []byte(`"qualified_name":"`)); n != specScanTools || bytes.Contains(line, []byte(`"isError":true`)) ||
 					len(reply.Result.StructuredContent) > specIndexLimit || !bytes.Contains(line, []byte(`"detail":"index"`)) {
