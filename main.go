@@ -1366,11 +1366,6 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer, env envi
 			continue
 		}
 		m, ps := parseManifest(data)
-		for i, p := range ps {
-			if p.Line == 0 {
-				ps[i].Line, ps[i].Column = position(data, p.Location)
-			}
-		}
 		checked := "manifest"
 		var t *tool
 		if m != nil && o.tool != "" {

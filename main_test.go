@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -941,20 +942,20 @@ func TestCheckCommand(t *testing.T) {
 		t.Errorf("check valid: %d %q %q", code, out, errOut)
 	}
 	code, out, _ = runCLI(t, "check", invalid)
-	if code != 1 || !strings.HasPrefix(out, invalid+`: tools[0] (list_reports).method: "get" is not one of GET, HEAD, POST, PUT, PATCH, DELETE`) {
+	if code != 1 || !strings.HasPrefix(out, invalid+`:9:17: tools[0] (list_reports).method: "get" is not one of GET, HEAD, POST, PUT, PATCH, DELETE`) {
 		t.Errorf("check invalid: %d %q", code, out)
 	}
 	// Several files: each line carries its file; one problem makes exit 1.
 	code, out, _ = runCLI(t, "check", valid, invalid, valid)
 	if lines := strings.Split(strings.TrimSpace(out), "\n"); code != 1 || len(lines) != 3 ||
-		lines[0] != valid+": valid (manifest)" || !strings.HasPrefix(lines[1], invalid+": tools[0] (list_reports).method: ") || lines[2] != lines[0] {
+		lines[0] != valid+": valid (manifest)" || !strings.HasPrefix(lines[1], invalid+":9:17: tools[0] (list_reports).method: ") || lines[2] != lines[0] {
 		t.Errorf("check of three files: %d\n%s", code, out)
 	}
 	// Standard input.
 	data, _ := os.ReadFile(invalid)
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"check", "-"}, bytes.NewReader(data), &stdout, &stderr, osEnvironment()); code != 1 ||
-		!strings.HasPrefix(stdout.String(), `-: tools[0] (list_reports).method: "get"`) {
+		!strings.HasPrefix(stdout.String(), `-:9:17: tools[0] (list_reports).method: "get"`) {
 		t.Errorf("check -: %d %q %q", code, stdout.String(), stderr.String())
 	}
 	// Every problem of a manifest, not the first bad keyword of each schema.
@@ -1010,6 +1011,14 @@ func TestCheckCommand(t *testing.T) {
 		oneLine(t, errOut, c.want)
 	}
 
+	// GitHub workflow annotations mark the manifest's lines (issue 19).
+	code, out, _ = runCLI(t, "check", "--format", "github", invalid)
+	if want := "::error file=" + invalid + ",line=9,col=17,title=tools[0] (list_reports).method::\"get\" is not one of GET"; code != 1 || !strings.HasPrefix(out, want) {
+		t.Errorf("check --format github: %d %q, want %q", code, out, want)
+	}
+	if code, _, errOut := runCLI(t, "check", "--format", "sarif", invalid); code != 2 || !strings.Contains(errOut, "--format") {
+		t.Errorf("check --format sarif: %d %q", code, errOut)
+	}
 	// An unreadable file is reported among the others, the rest are
 	// checked, and the exit code is 2 (issue 19).
 	for _, c := range []struct {
@@ -1017,7 +1026,7 @@ func TestCheckCommand(t *testing.T) {
 		want string
 	}{
 		{[]string{"check", missing, valid}, missing + ": cannot read: no such file or directory\n" + valid + ": valid (manifest)\n"},
-		{[]string{"check", "/dev/zero", invalid}, "/dev/zero: cannot read: /dev/zero is not a file\n" + invalid + ": tools[0] (list_reports).method: "},
+		{[]string{"check", "/dev/zero", invalid}, "/dev/zero: cannot read: /dev/zero is not a file\n" + invalid + ":9:17: tools[0] (list_reports).method: "},
 		{[]string{"check", t.TempDir()}, "is not a file"},
 	} {
 		if code, out, errOut := runCLI(t, c.args...); code != 2 || !strings.Contains(out, c.want) || errOut != "" {
@@ -3834,4 +3843,46 @@ func realBranching(t *testing.T, nb realNetBox, c *tally) {
 	r = call(t, cs, "plugin_call_tool", map[string]any{"plugin": "bridge-test", "tool": "create_widget", "arguments": map[string]any{"name": widget + "-y"}})
 	c.check(r.code() == "branch_required" && len(nb.widgets(t, "")) == len(merged), "--branch-only without a branch: %s", clip(r.text, 300))
 	t.Logf("netbox: branching: branch %s (%s) created, written, merged", name, schemaID)
+}
+
+// ---- the README ----
+
+// TestREADMEBlocks: every JSON and YAML block of the README parses (issue
+// 19: a plugin author copies them into their CI): JSON with the strict
+// decoder, YAML with PyYAML, which BRIDGE_E2E=1 (CI) requires.
+func TestREADMEBlocks(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)\n```(json|yaml)\n(.*?)\n```").FindAllStringSubmatch(string(readme), -1)
+	yamlOK := exec.Command("python3", "-c", "import yaml").Run() == nil
+	if !yamlOK && os.Getenv("BRIDGE_E2E") == "1" {
+		t.Fatal("PyYAML is needed to parse the README's YAML blocks (pip install pyyaml)")
+	}
+	counts := map[string]int{}
+	for _, b := range blocks {
+		kind, text := b[1], b[2]
+		switch {
+		case kind == "json":
+			if _, err := decode([]byte(text), rootLimits); err != nil {
+				t.Errorf("a JSON block of the README: %v\n%s", err, text)
+			}
+		case !yamlOK:
+			counts["yaml skipped: no PyYAML"]++
+			continue
+		default:
+			cmd := exec.Command("python3", "-c", "import sys, yaml; yaml.safe_load(sys.stdin)")
+			cmd.Stdin = strings.NewReader(text)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("a YAML block of the README: %v\n%s\n%s", err, out, text)
+			}
+		}
+		counts[kind]++
+	}
+	if counts["json"] == 0 || counts["yaml"]+counts["yaml skipped: no PyYAML"] == 0 {
+		t.Errorf("the README has no JSON or no YAML block: %v", counts)
+	}
+	t.Logf("readme: blocks parsed %v", counts)
 }

@@ -56,145 +56,147 @@ func (m *manifest) tool(name string) *tool {
 }
 
 var (
-	manifestKeys    = []string{"schema_version", "plugin", "tools"}
-	descriptorKeys  = []string{"name", "title", "description", "method", "path", "effect", "inputSchema", "annotations"}
-	annotationKeys  = []string{"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
-	methodEffects   = map[string][]string{"GET": {"read"}, "HEAD": {"read"}, "POST": {"write", "destructive"}, "PUT": {"write", "destructive"}, "PATCH": {"write", "destructive"}, "DELETE": {"destructive"}}
-	descriptorAlias = map[string]string{"input_schema": "inputSchema", "output_schema": "outputSchema", "read_only_hint": "readOnlyHint"}
+	manifestKeys   = []string{"schema_version", "plugin", "tools"}
+	descriptorKeys = []string{"name", "title", "description", "method", "path", "effect", "inputSchema", "annotations"}
+	annotationKeys = []string{"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
+	effectNames    = []string{"read", "write", "destructive"}
+	methodEffects  = map[string][]string{"GET": {"read"}, "HEAD": {"read"}, "POST": {"write", "destructive"}, "PUT": {"write", "destructive"}, "PATCH": {"write", "destructive"}, "DELETE": {"destructive"}}
+	keyAliases     = map[string]string{"input_schema": "inputSchema", "output_schema": "outputSchema", "read_only_hint": "readOnlyHint"}
 )
 
-// exactKeys checks that obj, found at loc, is an object with exactly the
-// required keys (optional ones may be missing).
-func (ps *problems) exactKeys(obj value, loc, what string, required, optional []string) bool {
-	if obj.kind != kindObject {
-		ps.add(loc, "%s must be an object", what)
-		return false
-	}
-	ok := true
-	for _, m := range obj.obj {
-		if !slices.Contains(required, m.key) && !slices.Contains(optional, m.key) {
-			hint := ""
-			if a, found := descriptorAlias[m.key]; found {
-				hint = fmt.Sprintf(" (the key is %q)", a)
-			}
-			ps.add(child(loc, m.key), "unknown key in %s%s", what, hint)
-			ok = false
-		}
-	}
-	for _, k := range required {
-		if _, found := obj.get(k); !found {
-			ps.add(loc, "%s is missing %q", what, k)
-			ok = false
-		}
-	}
-	return ok
-}
-
-// parseManifest decodes a manifest document and checks every rule of SPEC §4.
-// It returns the manifest only when there is no problem.
+// parseManifest decodes a manifest document and checks every rule of SPEC
+// §4 and §5. Each rule is checked on its own, so that one run reports every
+// problem, each with its line and column (for the capped list printers
+// show). It returns the manifest only when there is no problem.
 func parseManifest(data []byte) (*manifest, problems) {
+	var ps problems
 	doc, err := decode(data, manifestLimits)
 	if err != nil {
-		var ps problems
 		ps.addErr(err)
 		return nil, ps
 	}
-	var ps problems
-	if !ps.exactKeys(doc, "", "the manifest", manifestKeys, nil) {
-		return nil, ps
-	}
 	m := &manifest{}
-	if v, _ := doc.get("schema_version"); v.kind != kindString || v.s != "1" {
+	ps.exactKeys(doc, "", "the manifest", manifestKeys)
+	if v, found := doc.get("schema_version"); found && (v.kind != kindString || v.s != "1") {
 		ps.add("schema_version", `must be the string "1"`)
 	}
-	if v, _ := doc.get("plugin"); v.kind != kindString || !slugPattern.MatchString(v.s) {
+	if v, found := doc.get("plugin"); found && (v.kind != kindString || !slugPattern.MatchString(v.s)) {
 		ps.add("plugin", "must be a plugin slug matching %s", slugPattern)
 	} else {
 		m.plugin = strings.Clone(v.s)
 	}
-	tools, _ := doc.get("tools")
-	if tools.kind != kindArray || len(tools.arr) < 1 || len(tools.arr) > manifestToolLimit {
+	tools, found := doc.get("tools")
+	if found && (tools.kind != kindArray || len(tools.arr) < 1 || len(tools.arr) > manifestToolLimit) {
 		ps.add("tools", "must be an array of 1 to %d tools", manifestToolLimit)
-		return nil, ps
 	}
 	names := map[string]int{}
 	scratch := make([]byte, 0, min(len(data), 8<<10)) // most descriptors fit
 	for i, tv := range tools.arr {
 		loc := index("tools", i)
 		before := len(ps)
-		t := ps.checkTool(tv, loc, &scratch)
-		if t != nil {
-			if j, dup := names[t.name]; dup {
-				ps.add(child(loc, "name"), "tool name %q is already used by tools[%d]", t.name, j)
-			} else {
-				names[t.name] = i
-				m.tools = append(m.tools, t)
-			}
+		if t := ps.checkDescriptor(tv, loc, &scratch); t != nil {
+			m.tools = append(m.tools, t)
 		}
 		name, _ := tv.get("name")
+		if j, dup := names[name.s]; dup && name.kind == kindString {
+			ps.add(child(loc, "name"), "tool name %s is already used by tools[%d]", quote(name.s), j)
+		} else if name.kind == kindString {
+			names[name.s] = i
+		}
 		for j := before; j < len(ps) && name.kind == kindString; j++ {
 			ps[j].Tool = clip(name.s, clipLimit) // beside the index, for authors
 		}
 	}
 	if len(ps) > 0 {
+		for i := range ps[:min(len(ps), problemLimit)] { // what printers show
+			ps[i].Line, ps[i].Column = lineColumn(data, int(doc.find(ps[i].Location).offset))
+		}
 		return nil, ps
 	}
 	return m, nil
 }
 
-// checkTool checks one descriptor and returns it when it is valid.
-func (ps *problems) checkTool(v value, loc string, scratch *[]byte) *tool {
-	if !ps.exactKeys(v, loc, "a tool descriptor", descriptorKeys, []string{"outputSchema"}) {
-		return nil
+// exactKeys checks that obj, found at loc, is an object with the required
+// keys and no other key but the optional ones. A key missing under its
+// snake-case alias is reported once, as the alias.
+func (ps *problems) exactKeys(obj value, loc, what string, required []string, optional ...string) {
+	if obj.kind != kindObject {
+		ps.add(loc, "%s must be an object", what)
+		return
 	}
-	before := len(*ps)
-	str := func(key string) string {
-		f, _ := v.get(key)
-		if f.kind != kindString {
-			ps.add(child(loc, key), "must be a string")
-			return ""
+	for _, m := range obj.obj {
+		if !slices.Contains(required, m.key) && !slices.Contains(optional, m.key) {
+			hint := ""
+			if a, found := keyAliases[m.key]; found {
+				hint = fmt.Sprintf(" (the key is %q)", a)
+			}
+			ps.add(child(loc, m.key), "unknown key in %s%s", what, hint)
 		}
-		return f.s
 	}
-	// The tool outlives the manifest's tree: it keeps copies.
-	t := &tool{name: strings.Clone(str("name")), method: strings.Clone(str("method")), path: strings.Clone(str("path")), effect: strings.Clone(str("effect"))}
-	title, description := strings.Clone(str("title")), str("description")
-	if len(*ps) > before {
-		return nil
+	for _, k := range required {
+		if _, found := obj.get(k); !found && !slices.ContainsFunc(obj.obj, func(m member) bool { return keyAliases[m.key] == k }) {
+			ps.add(loc, "%s is missing %q", what, k)
+		}
 	}
-	if !toolNamePattern.MatchString(t.name) {
-		ps.add(child(loc, "name"), "%s does not match %s", quote(t.name), toolNamePattern)
+}
+
+// checkDescriptor checks one tool descriptor, found at loc, and returns it
+// compiled when it breaks no rule.
+func (ps *problems) checkDescriptor(v value, loc string, scratch *[]byte) *tool {
+	before := len(*ps)
+	ps.exactKeys(v, loc, "a tool descriptor", descriptorKeys, "outputSchema")
+	field := func(key string) (string, bool) { // a missing key is reported above
+		f, found := v.get(key)
+		if found && f.kind != kindString {
+			ps.add(child(loc, key), "must be a string")
+		}
+		return f.s, f.kind == kindString
 	}
-	if n := utf8.RuneCountInString(title); n < 1 || n > titleLimit {
+	name, isName := field("name")
+	if isName && !toolNamePattern.MatchString(name) {
+		ps.add(child(loc, "name"), "%s does not match %s", quote(name), toolNamePattern)
+	}
+	title, isTitle := field("title")
+	if n := utf8.RuneCountInString(title); isTitle && (n < 1 || n > titleLimit) {
 		ps.add(child(loc, "title"), "must be 1 to %d characters, not %d", titleLimit, n)
 	}
-	if n := utf8.RuneCountInString(description); n < 1 || n > descriptionLimit {
+	description, isDescription := field("description")
+	if n := utf8.RuneCountInString(description); isDescription && (n < 1 || n > descriptionLimit) {
 		ps.add(child(loc, "description"), "must be 1 to %d characters, not %d", descriptionLimit, n)
 	}
-	if err := checkToolPath(t.path); err != nil {
-		ps.add(child(loc, "path"), "%s: %v", quote(t.path), err)
+	path, isPath := field("path")
+	if err := checkToolPath(path); isPath && err != nil {
+		ps.add(child(loc, "path"), "%s: %v", quote(path), err)
 	}
-	effects, ok := methodEffects[t.method]
+	method, isMethod := field("method")
+	effects, knownMethod := methodEffects[method]
+	if isMethod && !knownMethod {
+		ps.add(child(loc, "method"), "%s is not one of GET, HEAD, POST, PUT, PATCH, DELETE", quote(method))
+	}
+	effect, isEffect := field("effect")
+	knownEffect := slices.Contains(effectNames, effect)
 	switch {
-	case !ok:
-		ps.add(child(loc, "method"), "%s is not one of GET, HEAD, POST, PUT, PATCH, DELETE", quote(t.method))
-	case !slices.Contains([]string{"read", "write", "destructive"}, t.effect):
-		ps.add(child(loc, "effect"), "%s is not one of read, write, destructive", quote(t.effect))
-	case !slices.Contains(effects, t.effect):
-		ps.add(child(loc, "effect"), "%s does not agree with method %s, which needs %s", quote(t.effect), t.method, strings.Join(effects, " or "))
+	case isEffect && !knownEffect:
+		ps.add(child(loc, "effect"), "%s is not one of read, write, destructive", quote(effect))
+	case knownMethod && knownEffect && !slices.Contains(effects, effect):
+		ps.add(child(loc, "effect"), "%s does not agree with method %s, which needs %s", quote(effect), method, strings.Join(effects, " or "))
 	}
-	if slices.Contains(effects, t.effect) {
-		ps.checkAnnotations(v, loc, t.effect)
+	if a, found := v.get("annotations"); found {
+		ps.checkAnnotations(a, child(loc, "annotations"), effect)
 	}
-	t.input = ps.checkInputSchema(v, child(loc, "inputSchema"), t.method)
+	var input, output *schema
+	if in, found := v.get("inputSchema"); found {
+		input = ps.checkInputSchema(in, child(loc, "inputSchema"), method)
+	}
 	if out, _ := v.get("outputSchema"); out.kind != kindNull {
-		t.output = compileSchema(out, child(loc, "outputSchema"), ps)
+		output = compileSchema(out, child(loc, "outputSchema"), ps)
 	}
 	if len(*ps) > before {
 		return nil
 	}
-	t.title, t.summary, t.descriptor = title, firstSentence(description), encodeDescriptor(v, scratch)
-	return t
+	// The tool outlives the manifest's tree: it keeps copies.
+	return &tool{name: strings.Clone(name), title: strings.Clone(title), method: strings.Clone(method), path: strings.Clone(path),
+		effect: strings.Clone(effect), summary: firstSentence(description), descriptor: encodeDescriptor(v, scratch), input: input, output: output}
 }
 
 // summaryLimit bounds a summary in the catalog index (SPEC §9).
@@ -210,8 +212,8 @@ func firstSentence(d string) string {
 		}
 	}
 	d = strings.Join(strings.Fields(d), " ")
-	if r := []rune(d); len(r) > summaryLimit {
-		d = string(r[:summaryLimit-1]) + "…"
+	if utf8.RuneCountInString(d) > summaryLimit {
+		d = string([]rune(d)[:summaryLimit-1]) + "…"
 	}
 	return d
 }
@@ -228,30 +230,30 @@ func encodeDescriptor(v value, scratch *[]byte) []byte {
 	return bytes.Clone(b)
 }
 
-func (ps *problems) checkAnnotations(tool value, loc, effect string) {
-	a, _ := tool.get("annotations")
-	loc = child(loc, "annotations")
-	if !ps.exactKeys(a, loc, "annotations", annotationKeys, nil) {
-		return
-	}
-	for _, m := range a.obj {
-		if m.val.kind != kindBool {
-			ps.add(child(loc, m.key), "must be a boolean")
-			return
+// checkAnnotations checks the annotations a, found at loc, of a tool whose
+// effect is effect: the hints that follow the effect only when it is known.
+func (ps *problems) checkAnnotations(a value, loc, effect string) {
+	ps.exactKeys(a, loc, "annotations", annotationKeys)
+	for _, k := range annotationKeys {
+		if h, found := a.get(k); found && h.kind != kindBool {
+			ps.add(child(loc, k), "must be a boolean")
 		}
 	}
-	if ro, _ := a.get("readOnlyHint"); ro.b != (effect == "read") {
+	if !slices.Contains(effectNames, effect) {
+		return
+	}
+	if h, _ := a.get("readOnlyHint"); h.kind == kindBool && h.b != (effect == "read") {
 		ps.add(child(loc, "readOnlyHint"), "must be %t for effect %q", effect == "read", effect)
 	}
-	if d, _ := a.get("destructiveHint"); d.b != (effect == "destructive") {
+	if h, _ := a.get("destructiveHint"); h.kind == kindBool && h.b != (effect == "destructive") {
 		ps.add(child(loc, "destructiveHint"), "must be %t for effect %q", effect == "destructive", effect)
 	}
 }
 
-// checkInputSchema compiles an inputSchema with its root rules, and for
-// GET/HEAD the rule that every property encodes as a query parameter.
-func (ps *problems) checkInputSchema(tool value, loc, method string) *schema {
-	v, _ := tool.get("inputSchema")
+// checkInputSchema compiles the inputSchema v, found at loc, with its root
+// rules, and for GET/HEAD the rule that every property encodes as a query
+// parameter, which it checks even where the schema breaks other rules.
+func (ps *problems) checkInputSchema(v value, loc, method string) *schema {
 	if v.kind != kindObject {
 		ps.add(loc, "must be a schema object")
 		return nil
@@ -259,21 +261,15 @@ func (ps *problems) checkInputSchema(tool value, loc, method string) *schema {
 	if t, _ := v.get("type"); t.kind != kindString || t.s != "object" {
 		ps.add(child(loc, "type"), `an inputSchema root must declare "type": "object"`)
 	}
-	if a, found := v.get("additionalProperties"); !found || a.kind != kindBool || a.b {
+	if a, _ := v.get("additionalProperties"); a.kind != kindBool || a.b {
 		ps.add(child(loc, "additionalProperties"), `an inputSchema root must declare "additionalProperties": false`)
 	}
-	s := compileSchema(v, loc, ps)
-	if s == nil {
-		return nil
-	}
-	if method != "GET" && method != "HEAD" {
+	s := compilePartial(v, loc, ps)
+	if s == nil || method != "GET" && method != "HEAD" {
 		return s
 	}
 	for _, p := range s.props {
-		if !p.declared {
-			continue
-		}
-		if !queryEncodable(p.schema) {
+		if p.declared && p.schema != nil && !queryEncodable(p.schema) {
 			ps.add(child(child(loc, "properties"), p.name),
 				"a %s input property must declare scalar types, or \"array\" (optionally with \"null\") whose items declare scalar types", method)
 		}
@@ -294,21 +290,18 @@ func queryEncodable(s *schema) bool {
 // checkToolPath applies the descriptor path rules: a fixed path relative to
 // the plugin's API root.
 func checkToolPath(p string) error {
-	if len(p) < 2 || len(p) > pathLimit {
+	notAllowed := strings.IndexFunc(p, func(r rune) bool { return r >= utf8.RuneSelf || !isAlnum(byte(r)) && !strings.ContainsRune("._~/-", r) })
+	switch {
+	case len(p) < 2 || len(p) > pathLimit:
 		return fmt.Errorf("must be 2 to %d characters", pathLimit)
-	}
-	for _, r := range p {
-		if r >= utf8.RuneSelf || !isAlnum(byte(r)) && !strings.ContainsRune("._~/-", r) {
-			return fmt.Errorf("character %q is not allowed (only A-Z a-z 0-9 . _ ~ / -)", r)
-		}
-	}
-	if p[0] == '/' {
+	case notAllowed >= 0:
+		r, _ := utf8.DecodeRuneInString(p[notAllowed:])
+		return fmt.Errorf("character %q is not allowed (only A-Z a-z 0-9 . _ ~ / -)", r)
+	case p[0] == '/':
 		return fmt.Errorf("must be relative to /api/plugins/<plugin>/, without a leading /")
-	}
-	if p[len(p)-1] != '/' {
+	case p[len(p)-1] != '/':
 		return fmt.Errorf("must end with /")
-	}
-	if badSegment(p[:len(p)-1]) {
+	case badSegment(p[:len(p)-1]):
 		return fmt.Errorf("has an empty, . or .. segment")
 	}
 	return nil

@@ -455,3 +455,171 @@ func TestPathCharacterNamedWhole(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryProblemInOneRun plants the twelve independent mistakes of issue
+// 19 in one manifest: each is reported, at its location, in one run, and
+// nothing else is.
+func TestEveryProblemInOneRun(t *testing.T) {
+	doc := `{"schema_version": "1", "plugin": "p", "version": 2, "tools": [
+  {"name": "list_a", "title": "", "description": 7, "method": "GET", "path": "/a/", "effect": "read",
+   "inputSchema": {"type": "object", "properties": {
+     "ids": {"type": "array", "items": {"type": "object"}},
+     "q": {"type": "string", "pattern": "^x"}}},
+   "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false}},
+  {"name": "list_b", "title": "B", "description": "B.", "method": "get", "path": "b/", "effect": "read",
+   "input_schema": {"type": "object", "additionalProperties": false},
+   "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false}},
+  {"name": "list_a", "title": "C", "description": "C.", "method": "POST", "path": "c/", "effect": "read",
+   "inputSchema": {"type": "object", "additionalProperties": false},
+   "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": false}}]}`
+	planted := []struct{ location, message string }{
+		{"version", "unknown key in the manifest"},
+		{"tools[2].annotations", `missing "openWorldHint"`},
+		{"tools[0].inputSchema.properties.ids", "a GET input property must declare scalar types"},
+		{"tools[1].method", `"get" is not one of`},
+		{"tools[0].title", "must be 1 to 200 characters, not 0"},
+		{"tools[2].effect", `"read" does not agree with method POST`},
+		{"tools[0].path", "without a leading /"},
+		{"tools[0].inputSchema.additionalProperties", `must declare "additionalProperties": false`},
+		{"tools[0].inputSchema.properties.q.pattern", `keyword "pattern" is not in the bridge-v1 schema subset`},
+		{"tools[1].input_schema", `unknown key in a tool descriptor (the key is "inputSchema")`},
+		{"tools[0].description", "must be a string"},
+		{"tools[2].name", `tool name "list_a" is already used by tools[0]`},
+	}
+	m, ps := parseManifest([]byte(doc))
+	if m != nil {
+		t.Fatal("accepted")
+	}
+	for _, want := range planted {
+		if !slices.ContainsFunc(ps, func(p problem) bool { return p.Location == want.location && strings.Contains(p.Message, want.message) }) {
+			t.Errorf("no problem at %s containing %q", want.location, want.message)
+		}
+	}
+	if len(ps) != len(planted) {
+		t.Errorf("%d problems for %d planted mistakes:", len(ps), len(planted))
+		for _, p := range ps {
+			t.Logf("  %v", &p)
+		}
+	}
+}
+
+// TestProblemPositions: every problem of a pretty-printed manifest has the
+// line and column of the value its location names, or for a missing key
+// of the object that lacks it; the expected positions are found in the
+// text by the test itself.
+func TestProblemPositions(t *testing.T) {
+	doc := `{
+  "schema_version": "2",
+  "plugin": "p",
+  "tools": [
+    {
+      "name": "list_a",
+      "title": "List",
+      "description": "List things.",
+      "method": "GET",
+      "path": "/lead/",
+      "effect": "read",
+      "inputSchema": {
+        "type": "object",
+        "properties": {"when": {"type": "string", "format": "email"}}
+      },
+      "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false}
+    },
+    {"name": "b", "title": "B", "description": "B.", "method": "DELETE", "path": "b/", "effect": "destructive",
+     "we ird": "odd-value",
+     "inputSchema": {"type": "object", "additionalProperties": false},
+     "annotations": {"readOnlyHint": false, "destructiveHint": true, "idempotentHint": true}}
+  ]
+}`
+	// at is the 1-based line and byte column of the first occurrence of needle.
+	at := func(needle string) [2]int {
+		i := strings.Index(doc, needle)
+		if i < 0 {
+			t.Fatalf("%q is not in the document", needle)
+		}
+		return [2]int{strings.Count(doc[:i], "\n") + 1, i - strings.LastIndex(doc[:i], "\n")}
+	}
+	want := map[string][2]int{
+		"schema_version": at(`"2"`),
+		"tools[0].path":  at(`"/lead/"`),
+		"tools[0].inputSchema.properties.when.format": at(`"email"`),
+		"tools[0].inputSchema.additionalProperties": at(`{
+        "type": "object"`),
+		`tools[1]["we ird"]`:   at(`"odd-value"`),
+		"tools[1].annotations": at(`{"readOnlyHint": false`),
+	}
+	_, ps := parseManifest([]byte(doc))
+	if len(ps) != len(want) {
+		t.Errorf("%d problems, want %d: %v", len(ps), len(want), ps)
+	}
+	for _, p := range ps {
+		w, ok := want[p.Location]
+		if !ok {
+			t.Errorf("unexpected problem %v", &p)
+			continue
+		}
+		if [2]int{p.Line, p.Column} != w {
+			t.Errorf("%s: at %d:%d, want %d:%d", p.Location, p.Line, p.Column, w[0], w[1])
+		}
+		if line, col := position([]byte(doc), "", p.Location); [2]int{line, col} != w {
+			t.Errorf("position(%s) = %d:%d, want %d:%d", p.Location, line, col, w[0], w[1])
+		}
+	}
+}
+
+// TestPosition: position finds a location under a root name, as the
+// validator renders it, and says 0:0 when it cannot.
+func TestPosition(t *testing.T) {
+	long := strings.Repeat("k", 300)
+	args := "{\n  \"query\": \"x\",\n  \"labels\": [\"a\", \"b\",\n    \"c\", 4],\n  \"" + long + "\": {\"in\": true}\n}"
+	at := func(needle string) [2]int { // 1-based line and byte column of needle
+		i := strings.Index(args, needle)
+		return [2]int{strings.Count(args[:i], "\n") + 1, i - strings.LastIndex(args[:i], "\n")}
+	}
+	keyed := mustCompile(t, `{"additionalProperties": {"additionalProperties": false}}`).validateBytes([]byte(args), instanceLimits, "arguments")
+	for _, c := range []struct {
+		root, loc string
+		want      [2]int
+	}{
+		{"arguments", "arguments.labels[3]", at("4]")},
+		{"arguments", "arguments.labels[9]", at(`["a"`)}, // no such element: the array
+		{"arguments", "arguments.query.deeper", at(`"x"`)},
+		{"arguments", "arguments", [2]int{1, 1}},
+		{"arguments", keyed.(*problem).Location, at("true")}, // a clipped key: ["kkk…"…].in
+		{"arguments", "argumentsX.query", [2]int{0, 0}},
+		{"response", "arguments.query", [2]int{0, 0}},
+	} {
+		if line, col := position([]byte(args), c.root, c.loc); [2]int{line, col} != c.want {
+			t.Errorf("position(%s, %s) = %d:%d, want %d:%d", c.root, clip(c.loc, 60), line, col, c.want[0], c.want[1])
+		}
+	}
+	if line, col := position([]byte(`{"a": 1,}`), "", "a"); line != 0 || col != 0 {
+		t.Errorf("invalid JSON: %d:%d", line, col)
+	}
+}
+
+// TestProblemsAreNeverDropped: however many problems came before, a broken
+// schema does not compile and every problem is counted; printers get the
+// first 100 and a line that counts the rest.
+func TestProblemsAreNeverDropped(t *testing.T) {
+	var ps problems
+	for i := range 150 {
+		ps.add(index("x", i), "planted")
+	}
+	v, _ := decode([]byte(`{"type": "objekt"}`), schemaLimits)
+	if s := compileSchema(v, "late", &ps); s != nil || len(ps) != 151 {
+		t.Errorf("after 150 problems: compiled %v, %d problems", s != nil, len(ps))
+	}
+	shown := ps.capped()
+	if len(shown) != 101 || shown[99].Location != "x[99]" || !strings.Contains(shown[100].Message, "51 more problems") {
+		t.Errorf("capped: %d problems, last %v", len(shown), &shown[len(shown)-1])
+	}
+	// 64 tools with two problems each: all 128 are counted.
+	tools := numberedTools(64)
+	for i := range tools {
+		tools[i].Title, tools[i].Path = "", "/x/"
+	}
+	if _, ps := parseManifest([]byte(manifestJSON("p", tools...))); len(ps) != 128 || len(ps.capped()) != 101 {
+		t.Errorf("%d problems, %d shown", len(ps), len(ps.capped()))
+	}
+}

@@ -10,34 +10,26 @@ import (
 // 0001–9999 before and after normalization to UTC, and a second of 60 only
 // at 23:59:60 UTC on the last day of a month.
 func checkDateTime(b []byte) error {
-	if len(b) < 20 {
-		return errors.New("too short")
-	}
-	digits := func(i, n int) (int, bool) {
+	num := func(i, n int) int { // the n ASCII digits at i, or -1
 		v := 0
 		for _, c := range b[i : i+n] {
 			if c < '0' || c > '9' {
-				return 0, false
+				return -1
 			}
 			v = v*10 + int(c-'0')
 		}
-		return v, true
+		return v
 	}
-	year, ok1 := digits(0, 4)
-	month, ok2 := digits(5, 2)
-	day, ok3 := digits(8, 2)
-	hour, ok4 := digits(11, 2)
-	minute, ok5 := digits(14, 2)
-	second, ok6 := digits(17, 2)
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || b[4] != '-' || b[7] != '-' || b[13] != ':' || b[16] != ':' ||
-		(b[10] != 'T' && b[10] != 't') {
+	if len(b) < 20 {
+		return errors.New("too short")
+	}
+	year, month, day, hour, minute, second := num(0, 4), num(5, 2), num(8, 2), num(11, 2), num(14, 2), num(17, 2)
+	if min(year, month, day, hour, minute, second) < 0 || b[4] != '-' || b[7] != '-' || b[10]|0x20 != 't' || b[13] != ':' || b[16] != ':' {
 		return errors.New("not of the form YYYY-MM-DDTHH:MM:SS")
 	}
 	i := 19
 	if b[i] == '.' {
-		i++
-		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
-			i++
+		for i++; i < len(b) && '0' <= b[i] && b[i] <= '9'; i++ {
 		}
 		if i == 20 {
 			return errors.New("a fraction needs at least one digit")
@@ -45,14 +37,13 @@ func checkDateTime(b []byte) error {
 	}
 	offset := 0 // minutes east of UTC
 	switch rest := b[i:]; {
-	case len(rest) == 1 && (rest[0] == 'Z' || rest[0] == 'z'):
+	case len(rest) == 1 && rest[0]|0x20 == 'z':
 	case len(rest) == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':':
-		oh, ok1 := digits(i+1, 2)
-		om, ok2 := digits(i+4, 2)
-		if !ok1 || !ok2 || oh > 23 || om > 59 {
+		hours, minutes := num(i+1, 2), num(i+4, 2)
+		if min(hours, minutes) < 0 || hours > 23 || minutes > 59 {
 			return errors.New("offset out of range")
 		}
-		offset = oh*60 + om
+		offset = hours*60 + minutes
 		if rest[0] == '-' {
 			offset = -offset
 		}
@@ -62,28 +53,22 @@ func checkDateTime(b []byte) error {
 	switch {
 	case year < 1 || month < 1 || month > 12:
 		return errors.New("year or month out of range")
-	case day < 1 || day > daysIn(year, time.Month(month)):
+	case day < 1 || day > time.Date(year, time.Month(month)+1, 0, 0, 0, 0, 0, time.UTC).Day():
 		return errors.New("no such day")
 	case hour > 23 || minute > 59 || second > 60:
 		return errors.New("time of day out of range")
 	}
-	sec := min(second, 59)
-	utc := time.Date(year, time.Month(month), day, hour, minute, sec, 0, time.UTC).Add(-time.Duration(offset) * time.Minute)
-	if utc.Year() < 1 || utc.Year() > 9999 {
+	// time.Date normalizes the minutes past the hour; a leap second is
+	// taken as the second before it.
+	utc := time.Date(year, time.Month(month), day, hour, minute-offset, min(second, 59), 0, time.UTC)
+	switch next := utc.Add(time.Second); {
+	case utc.Year() < 1 || utc.Year() > 9999:
 		return errors.New("outside years 0001-9999 in UTC")
-	}
-	if second == 60 {
-		next := utc.Add(time.Second)
-		if utc.Hour() != 23 || utc.Minute() != 59 || next.Day() != 1 {
-			return errors.New("a leap second must be 23:59:60 UTC on the last day of a month")
-		}
-		if next.Year() > 9999 {
-			return errors.New("the instant after this leap second is past year 9999")
-		}
+	case second < 60:
+	case utc.Hour() != 23 || utc.Minute() != 59 || next.Day() != 1:
+		return errors.New("a leap second must be 23:59:60 UTC on the last day of a month")
+	case next.Year() > 9999:
+		return errors.New("the instant after this leap second is past year 9999")
 	}
 	return nil
-}
-
-func daysIn(year int, month time.Month) int {
-	return time.Date(year, month+1, 0, 0, 0, 0, 0, time.UTC).Day()
 }

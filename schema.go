@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -48,11 +50,12 @@ const (
 // value is a decoded JSON value. Objects keep their member order and numbers
 // keep their exact token text, so re-encoding a value changes no number.
 type value struct {
-	kind kind
-	b    bool
-	s    string // string content, or the number token
-	arr  []value
-	obj  []member
+	kind   kind
+	b      bool
+	offset int32  // of the value's first byte in the document decoded
+	s      string // string content, or the number token
+	arr    []value
+	obj    []member
 }
 
 type member struct {
@@ -70,25 +73,6 @@ func (v value) get(key string) (value, bool) {
 	return value{}, false
 }
 
-// syntaxError reports a document that is not strict JSON within its limits.
-type syntaxError struct {
-	offset, line, column int
-	msg                  string
-	loc                  string // the JSON location of the value being read
-}
-
-func (e *syntaxError) Error() string {
-	if e.line == 0 {
-		return e.msg
-	}
-	return fmt.Sprintf("invalid JSON at line %d, column %d (byte %d): %s", e.line, e.column, e.offset, e.msg)
-}
-
-// at is the syntax error as a problem of the document named root.
-func (e *syntaxError) at(root string) *problem {
-	return &problem{Location: relocated(e.loc, root), Message: e.Error(), Line: e.line, Column: e.column}
-}
-
 // scanner is the one strict tokenizer under every document the bridge reads.
 // It enforces the depth and value limits while it reads.
 type scanner struct {
@@ -98,38 +82,56 @@ type scanner struct {
 	values      int
 	memberCount int     // object members read
 	sizes       []int32 // when not nil, the size of each container read, in order
-	nextSize    int     // build: the next container's index in sizes
 	lim         limits
-	scratch     []byte
 
-	// Decoding state: the arenas containers are cut from, and the document
-	// as a string.
+	// build's state: the document as a string and the arenas its
+	// containers are cut from.
+	text     string
 	members  []member
 	elements []value
-	text     string
 }
 
-func newScanner(data []byte, lim limits) (scanner, error) {
-	if len(data) > lim.bytes {
-		return scanner{}, &syntaxError{msg: fmt.Sprintf("document is larger than %d bytes", lim.bytes)}
+// scanDocument reads data as one strict JSON document within lim, in one pass and
+// without building a tree, and validates it against s; root names the
+// document in problem locations. With sizes (not nil) it records the size
+// of every container, for build.
+func scanDocument(data []byte, lim limits, s *schema, root string, sizes []int32) (scanner, error) {
+	sc := scanner{data: data, lim: lim, sizes: sizes}
+	var err error
+	switch {
+	case len(data) > lim.bytes:
+		return sc, &problem{Message: fmt.Sprintf("document is larger than %d bytes", lim.bytes)}
+	case bytes.HasPrefix(data, []byte("\xEF\xBB\xBF")):
+		err = sc.errorf("byte order mark is not allowed")
+	default:
+		err = sc.validate(s, root)
 	}
-	if bytes.HasPrefix(data, []byte("\xEF\xBB\xBF")) {
-		return scanner{}, &syntaxError{0, 1, 1, "byte order mark is not allowed", here}
+	if sc.skip(false); err == nil && sc.pos < len(data) {
+		err = sc.errorf("unexpected data after the top-level value")
 	}
-	return scanner{data: data, lim: lim}, nil
+	return sc, relocate(err, root)
 }
 
+// errorf reports a syntax error at the current position, located at the
+// value being read (here).
 func (sc *scanner) errorf(format string, args ...any) error {
-	before := sc.data[:min(sc.pos, len(sc.data))]
-	line := bytes.Count(before, []byte("\n")) + 1
-	column := len(before) - bytes.LastIndexByte(before, '\n')
-	return &syntaxError{sc.pos, line, column, fmt.Sprintf(format, args...), here}
+	line, column := lineColumn(sc.data, sc.pos)
+	return &problem{Location: here, Line: line, Column: column,
+		Message: fmt.Sprintf("invalid JSON at line %d, column %d (byte %d): ", line, column, sc.pos) + fmt.Sprintf(format, args...)}
 }
 
-func (sc *scanner) skipSpace() {
+// lineColumn is the 1-based line and column (in bytes) of offset in data.
+func lineColumn(data []byte, offset int) (line, column int) {
+	before := data[:min(offset, len(data))]
+	return bytes.Count(before, []byte("\n")) + 1, len(before) - bytes.LastIndexByte(before, '\n')
+}
+
+// skip skips white space, and with separators the commas and colons that
+// build reads past.
+func (sc *scanner) skip(separators bool) {
 	for sc.pos < len(sc.data) {
-		switch sc.data[sc.pos] {
-		case ' ', '\t', '\n', '\r':
+		switch c := sc.data[sc.pos]; {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r', separators && (c == ',' || c == ':'):
 			sc.pos++
 		default:
 			return
@@ -139,51 +141,35 @@ func (sc *scanner) skipSpace() {
 
 // peek returns the next non-space byte, or 0 at the end of input.
 func (sc *scanner) peek() byte {
-	sc.skipSpace()
+	sc.skip(false)
 	if sc.pos < len(sc.data) {
 		return sc.data[sc.pos]
 	}
 	return 0
 }
 
-// finish checks that only white space follows the top-level value.
-func (sc *scanner) finish() error {
-	if sc.skipSpace(); sc.pos < len(sc.data) {
-		return sc.errorf("unexpected data after the top-level value")
+// open checks that s accepts the container type got, consumes '[' or '{'
+// and enters one level of nesting. It reserves the container's size when
+// the scanner records sizes for build, and returns where it goes (-1:
+// nowhere).
+func (sc *scanner) open(s *schema, got typeMask, loc string) (int, error) {
+	if err := s.checkType(got, loc); err != nil {
+		return 0, err
 	}
-	return nil
-}
-
-// count charges one value against the limit.
-func (sc *scanner) count() error {
-	sc.values++
-	if sc.values > sc.lim.values {
-		return sc.errorf("more than %d values", sc.lim.values)
-	}
-	return nil
-}
-
-// open consumes '[' or '{' and enters one level of nesting.
-func (sc *scanner) open() error {
 	sc.depth++
 	if sc.depth > sc.lim.depth {
-		return sc.errorf("nesting deeper than %d", sc.lim.depth)
+		return 0, sc.errorf("nesting deeper than %d", sc.lim.depth)
 	}
 	sc.pos++
-	return nil
-}
-
-// recordSize reserves the size of the container just opened, when the
-// scanner records sizes for build.
-func (sc *scanner) recordSize() int {
 	if sc.sizes == nil {
-		return -1
+		return -1, nil
 	}
 	sc.sizes = append(sc.sizes, 0)
-	return len(sc.sizes) - 1
+	return len(sc.sizes) - 1, nil
 }
 
-func (sc *scanner) setSize(at, n int) {
+// close records the size n of the container open returned at for.
+func (sc *scanner) close(at, n int) {
 	if at >= 0 {
 		sc.sizes[at] = int32(n)
 	}
@@ -203,155 +189,116 @@ func (sc *scanner) more(end byte, first bool) (bool, error) {
 			return false, sc.errorf("expected ',' or '%c'", end)
 		}
 		sc.pos++
-		sc.skipSpace()
+		sc.skip(false)
 	}
 	return true, nil
 }
 
 // literal consumes true, false or null.
-func (sc *scanner) literal() (kind, bool, error) {
-	for _, l := range [...]struct {
-		text string
-		k    kind
-		b    bool
-	}{{"true", kindBool, true}, {"false", kindBool, false}, {"null", kindNull, false}} {
-		if bytes.HasPrefix(sc.data[sc.pos:], []byte(l.text)) {
-			sc.pos += len(l.text)
-			return l.k, l.b, nil
+func (sc *scanner) literal() error {
+	for _, l := range [...]string{"true", "false", "null"} {
+		if bytes.HasPrefix(sc.data[sc.pos:], []byte(l)) {
+			sc.pos += len(l)
+			return nil
 		}
 	}
-	return 0, false, sc.errorf("invalid literal")
+	return sc.errorf("invalid literal")
 }
 
-// str consumes a string token. It returns the raw bytes between the quotes,
-// whether they hold escapes, and whether they are all ASCII.
-func (sc *scanner) str() (raw []byte, esc, ascii bool, err error) {
+// str consumes a string token. It returns the raw bytes between the quotes
+// and whether they hold escapes.
+func (sc *scanner) str() (raw []byte, esc bool, err error) {
 	start := sc.pos + 1
-	i := start
-	ascii = true
-	for i < len(sc.data) {
-		c := sc.data[i]
-		switch {
+	for i := start; i < len(sc.data); {
+		switch c := sc.data[i]; {
 		case c == '"':
 			sc.pos = i + 1
-			return sc.data[start:i], esc, ascii, nil
+			return sc.data[start:i], esc, nil
 		case c == '\\':
 			esc = true
-			n, e := sc.escape(i)
-			if e != nil {
-				return nil, false, false, e
+			n, err := sc.escape(i)
+			if err != nil {
+				return nil, false, err
 			}
 			i += n
 		case c < 0x20:
 			sc.pos = i
-			return nil, false, false, sc.errorf("control character in string")
+			return nil, false, sc.errorf("control character in string")
 		case c < utf8.RuneSelf:
 			i++
 		default:
-			ascii = false
 			r, n := utf8.DecodeRune(sc.data[i:])
 			if r == utf8.RuneError && n <= 1 {
 				sc.pos = i
-				return nil, false, false, sc.errorf("invalid UTF-8")
+				return nil, false, sc.errorf("invalid UTF-8")
 			}
 			i += n
 		}
 	}
 	sc.pos = len(sc.data)
-	return nil, false, false, sc.errorf("unterminated string")
+	return nil, false, sc.errorf("unterminated string")
 }
 
 // escape checks the escape sequence at i and returns its length.
 func (sc *scanner) escape(i int) (int, error) {
-	if i+1 >= len(sc.data) {
-		sc.pos = i
-		return 0, sc.errorf("unterminated escape")
-	}
-	switch sc.data[i+1] {
-	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+	d := sc.data
+	sc.pos = i // for an error
+	if i+1 < len(d) && strings.IndexByte(`"\/bfnrt`, d[i+1]) >= 0 {
 		return 2, nil
-	case 'u':
-		r, ok := hex4(sc.data[i+2:])
-		if !ok {
-			sc.pos = i
-			return 0, sc.errorf("invalid \\u escape")
-		}
-		if r < 0xD800 || r > 0xDFFF {
-			return 6, nil
-		}
-		if r < 0xDC00 {
-			if lo, ok := hex4(sc.data[min(i+8, len(sc.data)):]); ok && i+7 < len(sc.data) &&
-				sc.data[i+6] == '\\' && sc.data[i+7] == 'u' && lo >= 0xDC00 && lo <= 0xDFFF {
-				return 12, nil
-			}
-		}
-		sc.pos = i
-		return 0, sc.errorf("lone surrogate escape")
 	}
-	sc.pos = i
-	return 0, sc.errorf("invalid escape")
+	if i+1 == len(d) || d[i+1] != 'u' {
+		return 0, sc.errorf("invalid escape")
+	}
+	switch r, ok := hex4(d[i+2:]); {
+	case !ok:
+		return 0, sc.errorf("invalid \\u escape")
+	case !utf16.IsSurrogate(r):
+		return 6, nil
+	case r < 0xDC00 && i+8 <= len(d) && d[i+6] == '\\' && d[i+7] == 'u':
+		if lo, ok := hex4(d[i+8:]); ok && lo >= 0xDC00 && lo <= 0xDFFF {
+			return 12, nil
+		}
+	}
+	return 0, sc.errorf("lone surrogate escape")
 }
 
 func hex4(b []byte) (rune, bool) {
-	if len(b) < 4 || b[0] == '+' || b[0] == '-' {
+	if len(b) < 4 {
 		return 0, false
 	}
-	r, err := strconv.ParseUint(string(b[:4]), 16, 32)
+	r, err := strconv.ParseUint(string(b[:4]), 16, 32) // no sign: ParseUint refuses one
 	return rune(r), err == nil
 }
 
-// unescape decodes raw string bytes that str has already checked.
-func (sc *scanner) unescape(raw []byte) string { return string(sc.unescapeBytes(raw)) }
-
-// unescapeBytes decodes into the scanner's scratch buffer, valid until the
-// next call.
-func (sc *scanner) unescapeBytes(raw []byte) []byte {
-	b := sc.scratch[:0]
-	for i := 0; i < len(raw); {
-		c := raw[i]
-		if c != '\\' {
-			b = append(b, c)
+// unescape decodes the raw bytes of a string token that str has checked.
+func unescape(raw []byte) string {
+	var b strings.Builder
+	b.Grow(len(raw))
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; {
+		case c != '\\':
+			b.WriteByte(c)
+		case raw[i+1] != 'u':
 			i++
-			continue
-		}
-		switch raw[i+1] {
-		case 'b':
-			b = append(b, '\b')
-		case 'f':
-			b = append(b, '\f')
-		case 'n':
-			b = append(b, '\n')
-		case 'r':
-			b = append(b, '\r')
-		case 't':
-			b = append(b, '\t')
-		case 'u':
+			b.WriteByte("\"\\/\b\f\n\r\t"[strings.IndexByte(`"\/bfnrt`, raw[i])])
+		default:
 			r, _ := hex4(raw[i+2:])
-			if r >= 0xD800 && r < 0xDC00 {
-				lo, _ := hex4(raw[i+8:])
-				r = (r-0xD800)<<10 | (lo - 0xDC00) + 0x10000
+			i += 5
+			if utf16.IsSurrogate(r) { // str checked that the low half follows
+				lo, _ := hex4(raw[i+3:])
+				r = utf16.DecodeRune(r, lo)
 				i += 6
 			}
-			b = utf8.AppendRune(b, r)
-			i += 6
-			continue
-		default:
-			b = append(b, raw[i+1])
+			b.WriteRune(r)
 		}
-		i += 2
 	}
-	sc.scratch = b
-	return b
+	return b.String()
 }
 
 // number consumes a number token and reports whether it is a plain integer
 // token (no fraction, no exponent).
 func (sc *scanner) number() (tok []byte, plain bool, err error) {
-	start, i := sc.pos, sc.pos
-	d := sc.data
-	if i < len(d) && d[i] == '-' {
-		i++
-	}
+	d, i := sc.data, sc.pos
 	digits := func() bool {
 		j := i
 		for i < len(d) && '0' <= d[i] && d[i] <= '9' {
@@ -359,80 +306,61 @@ func (sc *scanner) number() (tok []byte, plain bool, err error) {
 		}
 		return i > j
 	}
-	switch {
-	case i < len(d) && d[i] == '0':
+	if i < len(d) && d[i] == '-' {
 		i++
-	case i < len(d) && '1' <= d[i] && d[i] <= '9':
-		digits()
-	default:
+	}
+	first := i
+	if !digits() {
 		sc.pos = i
+		if i == len(d) {
+			return nil, false, sc.errorf("unexpected end of input")
+		}
 		return nil, false, sc.errorf("invalid value")
 	}
-	plain = true
-	if i < len(d) && d[i] == '.' {
+	plain = d[first] != '0' || i == first+1 // no leading zero
+	ok := plain
+	if ok && i < len(d) && d[i] == '.' {
 		i++
-		plain = false
-		if !digits() {
-			sc.pos = i
-			return nil, false, sc.errorf("missing digits after decimal point")
-		}
+		ok, plain = digits(), false
 	}
-	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
+	mantissa := d[sc.pos:i]
+	if ok && i < len(d) && (d[i] == 'e' || d[i] == 'E') {
 		i++
-		plain = false
 		if i < len(d) && (d[i] == '+' || d[i] == '-') {
 			i++
 		}
-		if !digits() {
-			sc.pos = i
-			return nil, false, sc.errorf("missing digits in exponent")
-		}
+		ok, plain = digits(), false
 	}
-	tok = d[start:i]
+	if tok = d[sc.pos:i]; !ok {
+		sc.pos = i
+		return nil, false, sc.errorf("invalid number")
+	}
 	if len(tok) > numberTokenLimit {
 		return nil, false, sc.errorf("number token longer than %d characters", numberTokenLimit)
 	}
-	if plain && len(tok) < 300 {
-		sc.pos = i
-		return tok, true, nil // well inside the double range
-	}
-	f, _ := strconv.ParseFloat(string(tok), 64)
-	switch {
-	case f > 1.7976931348623157e308 || f < -1.7976931348623157e308:
-		return nil, false, sc.errorf("number outside the double range")
-	case f == 0 && len(bytes.Trim(mantissa(tok), "-0.")) > 0:
-		return nil, false, sc.errorf("number underflows the double range")
+	if !plain || len(tok) >= 300 { // shorter integer tokens are well inside the double range
+		switch f, _ := strconv.ParseFloat(string(tok), 64); {
+		case math.IsInf(f, 0):
+			return nil, false, sc.errorf("number outside the double range")
+		case f == 0 && bytes.ContainsAny(mantissa, "123456789"):
+			return nil, false, sc.errorf("number underflows the double range")
+		}
 	}
 	sc.pos = i
 	return tok, plain, nil
 }
 
-// mantissa is a number token without its exponent.
-func mantissa(tok []byte) []byte {
-	if i := bytes.IndexAny(tok, "eE"); i >= 0 {
-		return tok[:i]
-	}
-	return tok
-}
-
-// decode reads one strict JSON document into a value tree. The validator's
-// strict pass checks it first and records each container's size, so
-// building the tree needs no checks. The tree is cheap: its strings and
-// number tokens share one copy of the document, and its containers are cut
-// from two arrays of the exact size. So any part of it keeps all of it
-// alive; what outlives the document (a compiled schema, a tool) copies what
-// it keeps (see detach).
+// decode reads one strict JSON document into a value tree. Its strict pass
+// is checkStrict's, which also records each container's size, so building
+// the tree needs no checks and cuts the containers from two arrays of the
+// exact size. The tree's strings and number tokens share one copy of the
+// document, so any part of it keeps all of it alive: what outlives the
+// document copies what it keeps (a tool its strings), or holds the whole
+// tree (a compiled schema, which manifest.dropSchemas lets go).
 func decode(data []byte, lim limits) (value, error) {
-	checked, err := newScanner(data, lim)
-	if err == nil {
-		checked.sizes = make([]int32, 0, 64)
-		err = checked.validate(nil, "")
-	}
-	if err == nil {
-		err = checked.finish()
-	}
-	if e, ok := err.(*syntaxError); ok {
-		return value{}, e.at("")
+	checked, err := scanDocument(data, lim, nil, "", make([]int32, 0, 64))
+	if err != nil {
+		return value{}, err
 	}
 	// Every value but the top-level one is a member or an element.
 	sc := scanner{data: data, text: string(data), sizes: checked.sizes,
@@ -447,61 +375,58 @@ func build(data []byte) value {
 	return v
 }
 
-// build reads a value that decode's strict pass has accepted.
+// build reads a value that decode's strict pass has accepted: white space,
+// commas and colons only separate what it reads.
 func (sc *scanner) build() value {
-	switch c := sc.peek(); c {
+	sc.skip(true)
+	v := value{offset: int32(sc.pos)}
+	switch c := sc.data[sc.pos]; c {
 	case '{', '[':
 		sc.pos++
-		n := int(sc.sizes[sc.nextSize])
-		sc.nextSize++
-		v := value{kind: kindArray}
+		n := int(sc.sizes[0])
+		sc.sizes = sc.sizes[1:]
 		if c == '{' {
-			v = value{kind: kindObject, obj: sc.members[:n:n]}
-			sc.members = sc.members[n:]
+			v.kind, v.obj, sc.members = kindObject, sc.members[:n:n], sc.members[n:]
+			for i := range v.obj {
+				sc.skip(true)
+				v.obj[i] = member{sc.buildString(), sc.build()}
+			}
 		} else {
-			v.arr, sc.elements = sc.elements[:n:n], sc.elements[n:]
-		}
-		for i := range n {
-			if i > 0 {
-				sc.peek()
-				sc.pos++ // the comma
-			}
-			if c == '[' {
+			v.kind, v.arr, sc.elements = kindArray, sc.elements[:n:n], sc.elements[n:]
+			for i := range v.arr {
 				v.arr[i] = sc.build()
-				continue
 			}
-			sc.peek()
-			v.obj[i].key = sc.buildString()
-			sc.peek()
-			sc.pos++ // the colon
-			v.obj[i].val = sc.build()
 		}
-		sc.peek()
+		sc.skip(true)
 		sc.pos++
-		return v
 	case '"':
-		return value{kind: kindString, s: sc.buildString()}
+		v.kind, v.s = kindString, sc.buildString()
 	case 't', 'f', 'n':
-		k, b, _ := sc.literal()
-		return value{kind: k, b: b}
+		sc.literal() // checked: it cannot fail
+		if v.b = c == 't'; c != 'n' {
+			v.kind = kindBool
+		}
+	default:
+		start := sc.pos
+		for sc.pos < len(sc.data) && strings.IndexByte("+-.0123456789eE", sc.data[sc.pos]) >= 0 {
+			sc.pos++
+		}
+		v.kind, v.s = kindNumber, sc.text[start:sc.pos]
 	}
-	start := sc.pos
-	for sc.pos < len(sc.data) && strings.IndexByte("+-.0123456789eE", sc.data[sc.pos]) >= 0 {
-		sc.pos++
-	}
-	return value{kind: kindNumber, s: sc.text[start:sc.pos]}
+	return v
 }
 
 // buildString reads a checked string token: without escapes it is a slice
 // of the document's text.
 func (sc *scanner) buildString() string {
 	start := sc.pos + 1
-	if n := bytes.IndexByte(sc.data[start:], '"'); n >= 0 && bytes.IndexByte(sc.data[start:start+n], '\\') < 0 {
+	n := bytes.IndexByte(sc.data[start:], '"')
+	if bytes.IndexByte(sc.data[start:start+n], '\\') < 0 {
 		sc.pos = start + n + 1
 		return sc.text[start : start+n]
 	}
-	raw, _, _, _ := sc.str()
-	return sc.unescape(raw)
+	raw, _, _ := sc.str()
+	return unescape(raw)
 }
 
 // appendJSON appends the compact encoding of v. Number tokens are copied as
@@ -531,9 +456,7 @@ func appendJSON(b []byte, v value) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, m.key)
-			b = append(b, ':')
-			b = appendJSON(b, m.val)
+			b = appendJSON(append(appendString(b, m.key), ':'), m.val)
 		}
 		return append(b, '}')
 	}
@@ -567,6 +490,46 @@ func appendString(b []byte, s string) []byte {
 
 // encode returns the compact encoding of v.
 func encode(v value) []byte { return appendJSON(nil, v) }
+
+// measure counts in v's compact encoding (appendJSON's) what the scanner
+// counts against limits: bytes, nesting depth and values.
+func measure(v value) (size, depth, values int) {
+	switch v.kind {
+	case kindNull:
+		return len("null"), 0, 1
+	case kindBool:
+		return len(strconv.FormatBool(v.b)), 0, 1
+	case kindNumber:
+		return len(v.s), 0, 1
+	case kindString:
+		return quotedLength(v.s), 0, 1
+	}
+	size, depth, values = 1+max(len(v.arr)+len(v.obj), 1), 1, 1 // brackets and commas
+	add := func(e value, key int) {
+		s, d, n := measure(e)
+		size, depth, values = size+key+s, max(depth, d+1), values+n
+	}
+	for _, e := range v.arr {
+		add(e, 0)
+	}
+	for _, m := range v.obj {
+		add(m.val, quotedLength(m.key)+1)
+	}
+	return size, depth, values
+}
+
+// quotedLength is the length of appendString's encoding of s.
+func quotedLength(s string) int {
+	n := len(s) + 2
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '"' || c == '\\' || c == '\n' {
+			n++
+		} else if c < 0x20 {
+			n += 5
+		}
+	}
+	return n
+}
 
 // clipLimit bounds how much hostile text a message may echo (SPEC §4).
 const clipLimit = 200
@@ -618,15 +581,134 @@ func equal(a, b value) bool {
 	case kindArray:
 		return slices.EqualFunc(a.arr, b.arr, equal)
 	}
-	if len(a.obj) != len(b.obj) {
-		return false
+	return len(a.obj) == len(b.obj) && !slices.ContainsFunc(a.obj, func(m member) bool {
+		o, ok := b.get(m.key)
+		return !ok || !equal(m.val, o)
+	})
+}
+
+// ---- problems and locations ----
+
+// problem is one rule broken at a JSON location. It is the error of the
+// strict decoder, the manifest rules, the schema compiler and the validator.
+type problem struct {
+	Location string `json:"location"`
+	Message  string `json:"message"`
+	Line     int    `json:"line,omitempty"` // of Location in the document, when known
+	Column   int    `json:"column,omitempty"`
+	Tool     string `json:"tool,omitempty"` // the name of the manifest's tool at Location
+}
+
+func (p *problem) Error() string {
+	if p.Location == "" {
+		return p.Message
 	}
-	for _, m := range a.obj {
-		if o, ok := b.get(m.key); !ok || !equal(m.val, o) {
-			return false
+	return p.Location + ": " + p.Message
+}
+
+// problems lists the rules one document breaks, every one of them: a
+// checker tells whether a part of the document broke a rule by the growth
+// of the list, so nothing may be dropped. Their number is bounded by the
+// document's values, each of which breaks at most a few rules; printers
+// show capped().
+type problems []problem
+
+// problemLimit is how many problems a printer shows.
+const problemLimit = 100
+
+func (ps *problems) add(loc, format string, args ...any) {
+	ps.put(problem{Location: loc, Message: fmt.Sprintf(format, args...)})
+}
+
+func (ps *problems) put(p problem) { *ps = append(*ps, p) }
+
+// addErr adds a decoder or validator error, a *problem.
+func (ps *problems) addErr(err error) {
+	if p, ok := err.(*problem); ok {
+		ps.put(*p)
+		return
+	}
+	ps.add("", "%v", err)
+}
+
+// capped is what a printer shows: the first problemLimit problems, then a
+// line that counts the others.
+func (ps problems) capped() problems {
+	if len(ps) <= problemLimit {
+		return ps
+	}
+	return append(ps[:problemLimit:problemLimit], problem{Message: fmt.Sprintf("and %d more problems: fix these and check again", len(ps)-problemLimit)})
+}
+
+// plainKey are the bytes of a key that a location renders after a dot.
+const plainKey = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_$-"
+
+// child renders the location of an object member; a key of other bytes is
+// quoted, and a long one clipped.
+func child(loc, key string) string {
+	switch {
+	case key == "" || len(key) > clipLimit || strings.Trim(key, plainKey) != "":
+		return loc + "[" + quote(key) + "]"
+	case loc == "":
+		return key
+	}
+	return loc + "." + key
+}
+
+func index(loc string, i int) string { return loc + "[" + strconv.Itoa(i) + "]" }
+
+// position returns the 1-based line and column in doc of the value that
+// loc names: a location as child and index render it, in the document
+// named root ("" for a manifest, "arguments" for a tool's arguments). For
+// a member or element that does not exist it is the position of the
+// deepest value that does. It is 0, 0 when doc is not strict JSON or loc is
+// not in root.
+func position(doc []byte, root, loc string) (line, column int) {
+	rest, inRoot := strings.CutPrefix(loc, root)
+	v, err := decode(doc, limits{bytes: len(doc), depth: math.MaxInt, values: math.MaxInt})
+	if !inRoot || root != "" && rest != "" && rest[0] != '.' && rest[0] != '[' || err != nil {
+		return 0, 0
+	}
+	return lineColumn(doc, int(v.find(rest).offset))
+}
+
+// locationSegment is the first segment of a location as child and index
+// render it: .key (the dot optional first), [index], or ["key"], clipped
+// when followed by an ellipsis.
+var locationSegment = regexp.MustCompile(`^(?:\.?([A-Za-z0-9_$-]+)|\[([0-9]+)\]|\[("(?:[^"\\]|\\.)*")(…?)\])`)
+
+// find returns the deepest value below v on the location loc, rendered
+// from v as child and index render one.
+func (v value) find(loc string) value {
+	for m := locationSegment.FindStringSubmatch(loc); m != nil; m = locationSegment.FindStringSubmatch(loc) {
+		loc = loc[len(m[0]):]
+		if i, err := strconv.Atoi(m[2]); err == nil && i < len(v.arr) {
+			v = v.arr[i]
+			continue
 		}
+		key := m[1]
+		if m[3] != "" {
+			key, _ = strconv.Unquote(m[3])
+		}
+		i := slices.IndexFunc(v.obj, func(e member) bool { return e.key == key || m[4] != "" && strings.HasPrefix(e.key, key) })
+		if m[2] != "" || i < 0 {
+			return v
+		}
+		v = v.obj[i].val
 	}
-	return true
+	return v
+}
+
+// here stands for the location of the value being read until the caller,
+// on failure only, puts the real location in its place.
+const here = "\x00"
+
+// relocate puts loc in place of here in the location of a problem.
+func relocate(err error, loc string) error {
+	if p, ok := err.(*problem); ok && strings.HasPrefix(p.Location, here) {
+		p.Location = loc + p.Location[len(here):]
+	}
+	return err
 }
 
 // ---- the schema subset ----
@@ -650,7 +732,18 @@ var typeNames = map[string]typeMask{
 	"string": typeString, "array": typeArray, "object": typeObject,
 }
 
-// schema is a compiled schema of the bridge-v1 subset (SPEC §5).
+func (t typeMask) String() string {
+	var names []string
+	for _, n := range [...]string{"null", "boolean", "integer", "number", "string", "array", "object"} {
+		if t&typeNames[n] != 0 {
+			names = append(names, n)
+		}
+	}
+	return strings.Join(names, " or ")
+}
+
+// schema is a compiled schema of the bridge-v1 subset (SPEC §5). A nil
+// *schema accepts anything.
 type schema struct {
 	never         bool     // the false schema
 	types         typeMask // 0: any type
@@ -665,17 +758,30 @@ type schema struct {
 	items         *schema
 	unique        bool
 	dateTime      bool
-	minItems      int
-	maxItems      int
-	minLength     int
-	maxLength     int
-	minProps      int
-	maxProps      int
-	minimum       *bound
-	maximum       *bound
-	exclMin       *bound
-	exclMax       *bound
-	multipleOf    *bound
+	counts        [6]int      // of countKeywords, a maximum -1 when absent
+	bounds        [4]*decimal // of boundRules
+	multipleOf    *decimal
+}
+
+// countKeywords name schema.counts: the least and the most items,
+// characters and properties.
+var countKeywords = [6]string{"minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties"}
+
+// The pairs of countKeywords.
+const itemCounts, lengthCounts, propertyCounts = 0, 2, 4
+
+// boundRules are the comparison keywords of schema.bounds: a number breaks
+// one when fails holds of its comparison with the bound.
+var boundRules = [4]boundRule{
+	{"minimum", "less than", func(c int) bool { return c < 0 }},
+	{"maximum", "greater than", func(c int) bool { return c > 0 }},
+	{"exclusiveMinimum", "not greater than", func(c int) bool { return c <= 0 }},
+	{"exclusiveMaximum", "not less than", func(c int) bool { return c >= 0 }},
+}
+
+type boundRule struct {
+	keyword, what string
+	fails         func(cmp int) bool
 }
 
 // property is a name the schema declares in properties or required.
@@ -685,139 +791,132 @@ type property struct {
 	declared bool
 }
 
-// bound is a numeric keyword value, with a fast path for int64 values.
-type bound struct {
-	rat   *big.Rat // nil for a plain integer token, which i64 holds
-	text  string
-	i64   int64
-	isI64 bool
+// decimal is the value of a number token: the int64 i64 when rat is nil,
+// which spares exact arithmetic for most numbers.
+type decimal struct {
+	i64  int64
+	rat  *big.Rat
+	text string // the token, of a keyword's value
 }
 
-var falseSchema = &schema{never: true}
-
-// problem is one rule broken at a JSON location. It is the error of the
-// manifest rules, the schema compiler and the validator.
-type problem struct {
-	Location string `json:"location"`
-	Message  string `json:"message"`
-	Line     int    `json:"line,omitempty"` // of a syntax error
-	Column   int    `json:"column,omitempty"`
-	Tool     string `json:"tool,omitempty"` // the name of the manifest's tool at Location
-}
-
-func (p *problem) Error() string {
-	if p.Location == "" {
-		return p.Message
+// newDecimal is the value of a checked number token, plain when it is an
+// integer token (no fraction, no exponent).
+func newDecimal(tok []byte, plain bool) decimal {
+	if plain {
+		if i, err := strconv.ParseInt(string(tok), 10, 64); err == nil {
+			return decimal{i64: i}
+		}
 	}
-	return p.Location + ": " + p.Message
-}
-
-// problems collects the broken rules of one document, at most problemLimit
-// of them.
-type problems []problem
-
-const problemLimit = 100
-
-func (ps *problems) add(loc, format string, args ...any) {
-	ps.put(problem{Location: loc, Message: fmt.Sprintf(format, args...)})
-}
-
-func (ps *problems) put(p problem) {
-	switch {
-	case len(*ps) < problemLimit:
-		*ps = append(*ps, p)
-	case len(*ps) == problemLimit:
-		*ps = append(*ps, problem{Message: fmt.Sprintf("more than %d problems: fix these and check again", problemLimit)})
+	r := exact(string(tok))
+	if r.IsInt() && r.Num().IsInt64() {
+		return decimal{i64: r.Num().Int64()}
 	}
+	return decimal{rat: r}
 }
 
-// addErr adds a validator error, a *problem.
-func (ps *problems) addErr(err error) {
-	if p, ok := err.(*problem); ok {
-		ps.put(*p)
-		return
+func (d decimal) exact() *big.Rat {
+	if d.rat == nil {
+		return new(big.Rat).SetInt64(d.i64)
 	}
-	ps.add("", "%v", err)
+	return d.rat
 }
 
-// child renders the location of an object member; a long key is quoted,
-// which clips it.
-func child(loc, key string) string {
-	plain := key != "" && len(key) <= clipLimit
-	for i := 0; i < len(key) && plain; i++ {
-		plain = isAlnum(key[i]) || strings.IndexByte("_$-", key[i]) >= 0
+func (d decimal) cmp(b *decimal) int {
+	if d.rat == nil && b.rat == nil {
+		return cmp.Compare(d.i64, b.i64)
 	}
-	switch {
-	case !plain:
-		return loc + "[" + quote(key) + "]"
-	case loc == "":
-		return key
-	}
-	return loc + "." + key
+	return d.exact().Cmp(b.exact())
 }
 
-func index(loc string, i int) string { return loc + "[" + strconv.Itoa(i) + "]" }
+// multipleOf reports whether d is a multiple of b, which is positive.
+func (d decimal) multipleOf(b *decimal) bool {
+	if d.rat == nil && b.rat == nil {
+		return d.i64%b.i64 == 0
+	}
+	return new(big.Rat).Quo(d.exact(), b.exact()).IsInt()
+}
 
-// compileSchema compiles v, found at loc, and reports every broken rule,
-// after checking the per-schema bounds on its compact encoding.
+var (
+	falseSchema = &schema{never: true}
+	anySchema   = &schema{counts: [6]int{0, -1, 0, -1, 0, -1}}
+)
+
+// propertySchema is the schema of the value of property i, or of a
+// property the schema does not declare when i < 0.
+func (s *schema) propertySchema(i int) *schema {
+	if i >= 0 && s.props[i].declared {
+		return s.props[i].schema
+	}
+	return s.additional
+}
+
+// ---- compiling ----
+
+// compileSchema compiles v, found at loc, and adds every rule it breaks to
+// ps. It returns nil when v breaks one.
 func compileSchema(v value, loc string, ps *problems) *schema {
-	sc, err := newScanner(encode(v), schemaLimits)
-	if err == nil {
-		err = sc.validate(nil, "")
+	before := len(*ps)
+	if s := compilePartial(v, loc, ps); len(*ps) == before {
+		return s
 	}
-	if se, ok := err.(*syntaxError); ok {
-		ps.add(loc, "the schema is too large (64 KiB, depth 16 and 2048 values at most): %s", se.msg)
-		return nil
-	}
-	return compile(v, &location{root: loc, segments: make([]segment, 0, schemaLimits.depth+1)}, ps)
+	return nil
 }
 
-// location is the JSON location of the value being compiled: segments are
-// pushed and popped as compile descends, and rendered only when a problem
-// names them.
+// compilePartial checks the per-schema bounds of SPEC §5 and compiles v,
+// adding every rule it breaks to ps. Unless v is too large, it returns a
+// schema even then, a partial one that still tells what each property
+// declares.
+func compilePartial(v value, loc string, ps *problems) *schema {
+	reason := ""
+	switch size, depth, values := measure(v); {
+	case size > schemaLimits.bytes:
+		reason = fmt.Sprintf("%d bytes, more than %d", size, schemaLimits.bytes)
+	case depth > schemaLimits.depth:
+		reason = fmt.Sprintf("nesting deeper than %d", schemaLimits.depth)
+	case values > schemaLimits.values:
+		reason = fmt.Sprintf("more than %d values", schemaLimits.values)
+	default:
+		return compile(v, &location{root: loc, keys: make([]string, 0, schemaLimits.depth+1)}, ps)
+	}
+	ps.add(loc, "the schema is too large (64 KiB, depth 16 and 2048 values at most): %s", reason)
+	return nil
+}
+
+// location is the JSON location of the value being compiled: a root and
+// the keys below it, pushed and popped as compile descends and rendered
+// only when a problem names them.
 type location struct {
-	root     string
-	segments []segment
+	root string
+	keys []string
 }
 
-// segment is a member key, or an element index when index >= 0.
-type segment struct {
-	key   string
-	index int
-}
-
-func (l *location) push(key string) { l.segments = append(l.segments, segment{key, -1}) }
-func (l *location) pop()            { l.segments = l.segments[:len(l.segments)-1] }
+func (l *location) push(key string) { l.keys = append(l.keys, key) }
+func (l *location) pop()            { l.keys = l.keys[:len(l.keys)-1] }
 
 func (l *location) String() string {
 	s := l.root
-	for _, g := range l.segments {
-		if g.index >= 0 {
-			s = index(s, g.index)
-		} else {
-			s = child(s, g.key)
-		}
+	for _, k := range l.keys {
+		s = child(s, k)
 	}
 	return s
 }
 
 // compile compiles the schema v found at loc. It lists the subset's
 // keywords (SPEC §5) and checks each value as the meta-schema would; every
-// problem goes to ps.
+// problem goes to ps. It returns nil only when v is not a schema.
 func compile(v value, loc *location, ps *problems) *schema {
-	s := &schema{minItems: -1, maxItems: -1, minLength: -1, maxLength: -1, minProps: -1, maxProps: -1}
 	switch {
-	case v.kind == kindBool && !v.b:
-		return falseSchema
+	case v.kind == kindBool && v.b:
+		return anySchema
 	case v.kind == kindBool:
-		return s
+		return falseSchema
 	case v.kind != kindObject:
 		ps.add(loc.String(), "a schema must be an object or a boolean")
 		return nil
 	}
-	before := len(*ps)
+	s := &schema{counts: anySchema.counts}
 	var required value
-	for _, m := range v.obj {
+	for i, m := range v.obj {
 		loc.push(m.key)
 		at, val := loc, m.val // the keyword's location, until loc.pop below
 		switch m.key {
@@ -828,7 +927,7 @@ func compile(v value, loc *location, ps *problems) *schema {
 				s.enum, s.hasEnum = val.arr, true
 			}
 		case "const":
-			s.constant = &val
+			s.constant = &v.obj[i].val
 		case "properties":
 			s.compileProperties(val, at, ps)
 		case "required":
@@ -841,26 +940,10 @@ func compile(v value, loc *location, ps *problems) *schema {
 			s.propertyNames = compile(val, at, ps)
 		case "items":
 			s.items = compile(val, at, ps)
-		case "minItems":
-			s.minItems = countKeyword(val, at, ps)
-		case "maxItems":
-			s.maxItems = countKeyword(val, at, ps)
-		case "minLength":
-			s.minLength = countKeyword(val, at, ps)
-		case "maxLength":
-			s.maxLength = countKeyword(val, at, ps)
-		case "minProperties":
-			s.minProps = countKeyword(val, at, ps)
-		case "maxProperties":
-			s.maxProps = countKeyword(val, at, ps)
-		case "minimum":
-			s.minimum = numberKeyword(val, at, ps)
-		case "maximum":
-			s.maximum = numberKeyword(val, at, ps)
-		case "exclusiveMinimum":
-			s.exclMin = numberKeyword(val, at, ps)
-		case "exclusiveMaximum":
-			s.exclMax = numberKeyword(val, at, ps)
+		case "minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties":
+			s.counts[slices.Index(countKeywords[:], m.key)] = countKeyword(val, at, ps)
+		case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum":
+			s.bounds[slices.IndexFunc(boundRules[:], func(r boundRule) bool { return r.keyword == m.key })] = numberKeyword(val, at, ps)
 		case "multipleOf":
 			if s.multipleOf = numberKeyword(val, at, ps); s.multipleOf != nil && s.multipleOf.exact().Sign() <= 0 {
 				ps.add(at.String(), "multipleOf must be greater than 0")
@@ -884,18 +967,18 @@ func compile(v value, loc *location, ps *problems) *schema {
 		}
 		loc.pop()
 	}
-	for _, r := range required.arr {
-		i, ok := s.propIndex[r.s]
+	for i, r := range required.arr {
+		j, ok := s.propIndex[r.s]
 		if !ok {
-			i = s.addProperty(property{name: r.s})
+			j = s.addProperty(property{name: r.s})
 		}
-		s.required = append(s.required, i)
+		s.required = append(s.required, j)
+		if p := s.propertySchema(j); p != nil && p.never { // ajv's strict mode refuses it too
+			ps.add(index(child(loc.String(), "required"), i), "%s is required, but the schema forbids the property: no instance is valid", quote(r.s))
+		}
 	}
-	if it := s.items; len(*ps) == before && s.unique && (it == nil || it.types == 0 || it.types&^scalarTypes != 0 || it.types&(it.types-1) != 0) {
+	if it := s.items; s.unique && (it == nil || it.types == 0 || it.types&^scalarTypes != 0 || it.types&(it.types-1) != 0) {
 		ps.add(child(loc.String(), "uniqueItems"), "uniqueItems needs \"items\" that declares exactly one scalar type")
-	}
-	if len(*ps) > before {
-		return nil
 	}
 	return s
 }
@@ -923,10 +1006,6 @@ func (s *schema) compileProperties(v value, loc *location, ps *problems) {
 		ps.add(loc.String(), "properties must be an object")
 		return
 	}
-	s.props = slices.Grow(s.props, len(v.obj))
-	if s.propIndex == nil {
-		s.propIndex = make(map[string]int, len(v.obj))
-	}
 	for _, m := range v.obj {
 		loc.push(m.key)
 		s.addProperty(property{name: m.key, schema: compile(m.val, loc, ps), declared: true})
@@ -934,27 +1013,25 @@ func (s *schema) compileProperties(v value, loc *location, ps *problems) {
 	}
 }
 
-func compileType(v value, loc *location, ps *problems) typeMask {
+func compileType(v value, loc *location, ps *problems) (mask typeMask) {
 	names := []value{v}
 	if v.kind == kindArray {
-		if len(v.arr) == 0 {
-			ps.add(loc.String(), "type must not be an empty array")
-			return 0
-		}
 		names = v.arr
 	}
-	var mask typeMask
+	if len(names) == 0 {
+		ps.add(loc.String(), "type must not be an empty array")
+	}
 	for _, n := range names {
-		t, ok := typeNames[n.s]
-		switch {
+		switch t, ok := typeNames[n.s]; {
 		case n.kind != kindString || !ok:
 			ps.add(loc.String(), "type must be one of the seven type names, or an array of them")
-			return 0
 		case mask&t != 0:
 			ps.add(loc.String(), "type lists %s twice", quote(n.s))
-			return 0
+		default:
+			mask |= t
+			continue
 		}
-		mask |= t
+		return 0
 	}
 	return mask
 }
@@ -966,16 +1043,15 @@ func checkStringSet(v value, loc *location, ps *problems) bool {
 		return false
 	}
 	for i, e := range v.arr {
-		if e.kind != kindString {
+		switch {
+		case e.kind != kindString:
 			ps.add(index(loc.String(), i), "required entries must be strings")
-			return false
+		case slices.ContainsFunc(v.arr[:i], func(f value) bool { return f.s == e.s }):
+			ps.add(index(loc.String(), i), "required lists %s twice", quote(e.s))
+		default:
+			continue
 		}
-		for _, f := range v.arr[:i] {
-			if f.s == e.s {
-				ps.add(index(loc.String(), i), "required lists %s twice", quote(e.s))
-				return false
-			}
-		}
+		return false
 	}
 	return true
 }
@@ -996,90 +1072,64 @@ func countKeyword(v value, loc *location, ps *problems) int {
 	return math.MaxInt
 }
 
-func numberKeyword(v value, loc *location, ps *problems) *bound {
+func numberKeyword(v value, loc *location, ps *problems) *decimal {
 	if v.kind != kindNumber {
 		ps.add(loc.String(), "must be a number")
 		return nil
 	}
-	b := &bound{text: v.s}
-	if i, err := strconv.ParseInt(v.s, 10, 64); err == nil && len(v.s) <= 18 {
-		b.i64, b.isI64 = i, true // a plain integer token: no exact value needed
-		return b
-	}
-	b.rat = exact(v.s)
-	if b.rat.IsInt() && b.rat.Num().IsInt64() {
-		b.i64, b.isI64 = b.rat.Num().Int64(), true
-	}
-	return b
-}
-
-// exact is the bound's exact value.
-func (b *bound) exact() *big.Rat {
-	if b.rat == nil {
-		return new(big.Rat).SetInt64(b.i64)
-	}
-	return b.rat
+	d := newDecimal([]byte(v.s), !strings.ContainsAny(v.s, ".eE"))
+	d.text = v.s
+	return &d
 }
 
 // ---- validation straight from bytes ----
 
-// validateBytes checks that data is one strict JSON document within lim that
-// s accepts, in one pass and without building a tree. root names the
-// document in error locations.
-func (s *schema) validateBytes(data []byte, lim limits, root string) error {
-	sc, err := newScanner(data, lim)
-	if err == nil {
-		err = sc.validate(s, root)
-	}
-	if err == nil {
-		err = sc.finish()
-	}
-	if e, ok := err.(*syntaxError); ok {
-		return e.at(root)
-	}
+// checkStrict checks that data is one strict JSON document within lim
+// (SPEC §6), in one pass and without building a tree. Duplicate keys are
+// refused in validateObject, which compares each key, unescaped, with the
+// object's earlier keys.
+func checkStrict(data []byte, lim limits) error {
+	_, err := scanDocument(data, lim, nil, "", nil)
 	return err
 }
 
-// here stands for the location of the value being validated until the
-// caller, on failure only, puts the real location in its place.
-const here = "\x00"
+// validateBytes checks that data is one strict JSON document within lim that
+// s accepts (SPEC §5, §6), in one pass and without building a tree. root
+// names the document in problem locations.
+func (s *schema) validateBytes(data []byte, lim limits, root string) error {
+	_, err := scanDocument(data, lim, s, root, nil)
+	return err
+}
 
-// validate reads one value and checks it against s (nil accepts anything).
+// validate reads one value and checks it against s.
 func (sc *scanner) validate(s *schema, loc string) error {
-	if err := sc.count(); err != nil {
-		return err
+	s = cmp.Or(s, anySchema)
+	if sc.values++; sc.values > sc.lim.values {
+		return sc.errorf("more than %d values", sc.lim.values)
 	}
 	c := sc.peek()
 	start := sc.pos
 	var err error
-	got := typeNumber
 	switch c {
 	case '{':
-		got, err = typeObject, sc.validateObject(s, loc)
+		err = sc.validateObject(s, loc)
 	case '[':
-		got, err = typeArray, sc.validateArray(s, loc)
+		err = sc.validateArray(s, loc)
 	case '"':
-		got, err = typeString, sc.validateString(s, loc)
+		return sc.validateString(s, loc) // it compares with enum and const itself
 	case 't', 'f', 'n':
-		var k kind
-		k, _, err = sc.literal()
-		got = typeBoolean
-		if k == kindNull {
+		got := typeBoolean
+		if c == 'n' {
 			got = typeNull
 		}
-		if err == nil && s != nil {
+		if err = sc.literal(); err == nil {
 			err = s.checkType(got, loc)
 		}
-	case 0:
-		if sc.pos == len(sc.data) {
-			return sc.errorf("unexpected end of input")
-		}
-		return sc.errorf("invalid value")
 	default:
 		err = sc.validateNumber(s, loc)
 	}
-	if err != nil || s == nil || (!s.hasEnum && s.constant == nil) || got == typeString {
-		return err // checkString compared a string with enum and const
+	if err != nil || !s.hasEnum && s.constant == nil {
+		return err
 	}
 	return s.checkEnum(sc.data[start:sc.pos], loc)
 }
@@ -1107,59 +1157,29 @@ func (s *schema) checkType(got typeMask, loc string) error {
 	return &problem{Location: loc, Message: fmt.Sprintf("expected %s, got %s", s.types, got)}
 }
 
-func (t typeMask) String() string {
-	var names []string
-	for _, n := range [...]string{"null", "boolean", "integer", "number", "string", "array", "object"} {
-		if t&typeNames[n] != 0 {
-			names = append(names, n)
-		}
-	}
-	return strings.Join(names, " or ")
-}
-
-// relocate puts loc in place of here in a problem found below a member or
-// element.
-func relocate(err error, loc string) error {
-	switch e := err.(type) {
-	case *problem:
-		e.Location = relocated(e.Location, loc)
-	case *syntaxError:
-		e.loc = relocated(e.loc, loc)
-	}
-	return err
-}
-
-func relocated(at, loc string) string {
-	if strings.HasPrefix(at, here) {
-		return loc + at[len(here):]
-	}
-	return at
-}
-
-// keySet finds duplicate keys: declared properties by index in a bit set,
-// other keys in a byteSet.
+// keySet finds duplicate keys: the first 64 declared properties by index
+// in a bit set, other keys by their bytes.
 type keySet struct {
 	props  uint64
-	many   []bool
 	others byteSet
 }
 
-func (k *keySet) addProp(i, n int) bool {
-	if i < 64 {
-		dup := k.props&(1<<i) != 0
-		k.props |= 1 << i
-		return dup
+// add records key, property i of the schema (-1: none), and reports
+// whether it was there already.
+func (k *keySet) add(i int, key []byte) bool {
+	if i < 0 || i >= 64 {
+		return k.others.add(key)
 	}
-	if k.many == nil {
-		k.many = make([]bool, n)
-	}
-	dup := k.many[i]
-	k.many[i] = true
+	dup := k.props&(1<<i) != 0
+	k.props |= 1 << i
 	return dup
 }
 
-func (k *keySet) hasProp(i int) bool {
-	return i < 64 && k.props&(1<<i) != 0 || i >= 64 && k.many != nil && k.many[i]
+func (k *keySet) has(i int, key string) bool {
+	if i >= 64 {
+		return k.others.has([]byte(key))
+	}
+	return k.props&(1<<i) != 0
 }
 
 // byteSet is a set of byte strings that is searched in place while it is
@@ -1170,45 +1190,41 @@ type byteSet struct {
 	set   map[string]bool
 }
 
+func (u *byteSet) has(b []byte) bool {
+	if u.set != nil {
+		return u.set[string(b)]
+	}
+	return slices.ContainsFunc(u.small[:u.n], func(o []byte) bool { return bytes.Equal(o, b) })
+}
+
 // add inserts b and reports whether it was already there.
 func (u *byteSet) add(b []byte) bool {
-	if u.set == nil && u.n < len(u.small) {
-		for _, o := range u.small[:u.n] {
-			if bytes.Equal(o, b) {
-				return true
-			}
-		}
+	switch {
+	case u.has(b):
+		return true
+	case u.set == nil && u.n < len(u.small):
 		u.small[u.n] = b
 		u.n++
 		return false
-	}
-	if u.set == nil {
+	case u.set == nil:
 		u.set = make(map[string]bool, 64)
 		for _, o := range u.small[:u.n] {
 			u.set[string(o)] = true
 		}
-	}
-	if u.set[string(b)] {
-		return true
 	}
 	u.set[string(b)] = true
 	return false
 }
 
 func (sc *scanner) validateObject(s *schema, loc string) error {
-	if s != nil {
-		if err := s.checkType(typeObject, loc); err != nil {
-			return err
-		}
-	}
-	if err := sc.open(); err != nil {
+	sized, err := sc.open(s, typeObject, loc)
+	if err != nil {
 		return err
 	}
-	sized := sc.recordSize()
 	var seen keySet
 	n := 0
-	for first := true; ; first = false {
-		more, err := sc.more('}', first)
+	for ; ; n++ {
+		more, err := sc.more('}', n == 0)
 		if err != nil {
 			return err
 		}
@@ -1216,11 +1232,10 @@ func (sc *scanner) validateObject(s *schema, loc string) error {
 			break
 		}
 		at := sc.pos
-		sc.memberCount++
 		if sc.peek() != '"' {
 			return sc.errorf("expected a string key")
 		}
-		raw, esc, ascii, err := sc.str()
+		raw, esc, err := sc.str()
 		if err != nil {
 			return err
 		}
@@ -1228,40 +1243,24 @@ func (sc *scanner) validateObject(s *schema, loc string) error {
 			return sc.errorf("expected ':' after object key")
 		}
 		sc.pos++
-		n++
 		if esc {
-			raw = []byte(sc.unescape(raw)) // the scratch buffer is reused below
+			raw = []byte(unescape(raw))
 		}
-		idx, known := -1, false
-		if s != nil {
-			idx, known = s.propIndex[string(raw)]
+		i, known := s.propIndex[string(raw)]
+		if !known {
+			i = -1
 		}
-		var dup bool
-		if known {
-			dup = seen.addProp(idx, len(s.props))
-		} else {
-			dup = seen.others.add(raw)
-		}
-		if dup {
+		if seen.add(i, raw) {
 			sc.pos = at
 			return sc.errorf("duplicate key %s", quote(string(raw)))
 		}
-		if s == nil {
-			if err := sc.validate(nil, here); err != nil {
-				return relocate(err, child(loc, string(raw)))
-			}
-			continue
-		}
 		if s.propertyNames != nil {
-			if err := s.propertyNames.checkString(raw, ascii && !esc, here); err != nil {
+			if err := s.propertyNames.checkString(raw, here); err != nil {
 				err.(*problem).Message = "property name " + err.(*problem).Message
 				return relocate(err, child(loc, string(raw)))
 			}
 		}
-		sub := s.additional
-		if known && s.props[idx].declared {
-			sub = s.props[idx].schema
-		}
+		sub := s.propertySchema(i)
 		if sub != nil && sub.never {
 			return &problem{Location: child(loc, string(raw)), Message: "property is not allowed"}
 		}
@@ -1269,71 +1268,56 @@ func (sc *scanner) validateObject(s *schema, loc string) error {
 			return relocate(err, child(loc, string(raw)))
 		}
 	}
-	sc.setSize(sized, n)
-	if s == nil {
-		return nil
-	}
+	sc.memberCount += n
+	sc.close(sized, n)
 	for _, i := range s.required {
-		if !seen.hasProp(i) {
+		if !seen.has(i, s.props[i].name) {
 			return &problem{Location: loc, Message: fmt.Sprintf("missing required property %s", quote(s.props[i].name))}
 		}
 	}
-	return checkCount(loc, "has %d properties", n, s.minProps, s.maxProps, "Properties")
+	return s.checkCount(loc, "has %d properties", n, propertyCounts)
 }
 
-// checkCount applies a min/max pair (-1 for unset) to a count; measured and
-// keyword render the message, built only on failure.
-func checkCount(loc, measured string, n, least, most int, keyword string) error {
-	switch {
-	case least >= 0 && n < least:
-		return &problem{Location: loc, Message: fmt.Sprintf(measured+", fewer than min%s %d", n, keyword, least)}
+// checkCount applies the pair of count keywords that starts at pair to a
+// count n; measured renders the message, built only on failure.
+func (s *schema) checkCount(loc, measured string, n, pair int) error {
+	switch least, most := s.counts[pair], s.counts[pair+1]; {
+	case n < least:
+		return &problem{Location: loc, Message: fmt.Sprintf(measured+", fewer than %s %d", n, countKeywords[pair], least)}
 	case most >= 0 && n > most:
-		return &problem{Location: loc, Message: fmt.Sprintf(measured+", more than max%s %d", n, keyword, most)}
+		return &problem{Location: loc, Message: fmt.Sprintf(measured+", more than %s %d", n, countKeywords[pair+1], most)}
 	}
 	return nil
 }
 
 func (sc *scanner) validateArray(s *schema, loc string) error {
-	if s != nil {
-		if err := s.checkType(typeArray, loc); err != nil {
-			return err
-		}
-	}
-	if err := sc.open(); err != nil {
+	sized, err := sc.open(s, typeArray, loc)
+	if err != nil {
 		return err
-	}
-	sized := sc.recordSize()
-	var items *schema
-	if s != nil {
-		items = s.items
 	}
 	var seen byteSet
 	n := 0
-	for first := true; ; first = false {
-		more, err := sc.more(']', first)
+	for ; ; n++ {
+		more, err := sc.more(']', n == 0)
 		if err != nil {
 			return err
 		}
 		if !more {
 			break
 		}
-		start := sc.pos
-		if items != nil && items.never {
+		if s.items != nil && s.items.never {
 			return &problem{Location: index(loc, n), Message: "no item is allowed here"}
 		}
-		if err := sc.validate(items, here); err != nil {
+		start := sc.pos
+		if err := sc.validate(s.items, here); err != nil {
 			return relocate(err, index(loc, n))
 		}
-		if s != nil && s.unique && seen.add(uniqueKey(sc.data[start:sc.pos])) {
+		if s.unique && seen.add(uniqueKey(sc.data[start:sc.pos])) {
 			return &problem{Location: index(loc, n), Message: "equals an earlier item; uniqueItems requires distinct items"}
 		}
-		n++
 	}
-	sc.setSize(sized, n)
-	if s == nil {
-		return nil
-	}
-	return checkCount(loc, "has %d items", n, s.minItems, s.maxItems, "Items")
+	sc.close(sized, n)
+	return s.checkCount(loc, "has %d items", n, itemCounts)
 }
 
 // uniqueKey renders a checked scalar token so that equal values of its type
@@ -1343,9 +1327,7 @@ func uniqueKey(tok []byte) []byte {
 	case tok[0] == '"' && bytes.IndexByte(tok, '\\') < 0:
 		return tok[1 : len(tok)-1]
 	case tok[0] == '"':
-		return []byte(build(tok).s)
-	case tok[0] == 't' || tok[0] == 'f' || tok[0] == 'n':
-		return tok
+		return []byte(unescape(tok[1 : len(tok)-1]))
 	case bytes.ContainsAny(tok, ".eE") || string(tok) == "-0":
 		return []byte(exact(string(tok)).RatString()) // 7.0 → "7", like the token 7
 	}
@@ -1353,27 +1335,24 @@ func uniqueKey(tok []byte) []byte {
 }
 
 func (sc *scanner) validateString(s *schema, loc string) error {
-	raw, esc, ascii, err := sc.str()
-	if err != nil || s == nil {
+	raw, esc, err := sc.str()
+	if err != nil || s == anySchema {
 		return err
 	}
 	if esc {
-		raw = sc.unescapeBytes(raw)
+		raw = []byte(unescape(raw))
 	}
-	return s.checkString(raw, ascii && !esc, loc)
+	return s.checkString(raw, loc)
 }
 
 // checkString validates a string instance given its decoded bytes.
-func (s *schema) checkString(b []byte, ascii bool, loc string) error {
+func (s *schema) checkString(b []byte, loc string) error {
 	if err := s.checkType(typeString, loc); err != nil {
 		return err
 	}
-	if s.minLength >= 0 || s.maxLength >= 0 {
-		n := len(b)
-		if !ascii {
-			n = utf8.RuneCount(b)
-		}
-		if err := checkCount(loc, "is %d characters", n, s.minLength, s.maxLength, "Length"); err != nil {
+	// A character is 1 to 4 bytes: count them only when they may break a bound.
+	if least, most := s.counts[lengthCounts], s.counts[lengthCounts+1]; len(b)/4 < least || most >= 0 && len(b) > most {
+		if err := s.checkCount(loc, "is %d characters", utf8.RuneCount(b), lengthCounts); err != nil {
 			return err
 		}
 	}
@@ -1382,20 +1361,18 @@ func (s *schema) checkString(b []byte, ascii bool, loc string) error {
 			return &problem{Location: loc, Message: fmt.Sprintf("%s is not an RFC 3339 date-time: %v", quote(string(b)), err)}
 		}
 	}
-	if s.hasEnum || s.constant != nil {
-		if s.constant != nil && (s.constant.kind != kindString || s.constant.s != string(b)) {
-			return &problem{Location: loc, Message: "value does not equal the schema's const"}
-		}
-		if s.hasEnum && !slices.ContainsFunc(s.enum, func(e value) bool { return e.kind == kindString && e.s == string(b) }) {
-			return &problem{Location: loc, Message: fmt.Sprintf("%s is not one of the schema's enum values", quote(string(b)))}
-		}
+	if s.constant != nil && (s.constant.kind != kindString || s.constant.s != string(b)) {
+		return &problem{Location: loc, Message: "value does not equal the schema's const"}
+	}
+	if s.hasEnum && !slices.ContainsFunc(s.enum, func(e value) bool { return e.kind == kindString && e.s == string(b) }) {
+		return &problem{Location: loc, Message: fmt.Sprintf("%s is not one of the schema's enum values", quote(string(b)))}
 	}
 	return nil
 }
 
 func (sc *scanner) validateNumber(s *schema, loc string) error {
 	tok, plain, err := sc.number()
-	if err != nil || s == nil {
+	if err != nil {
 		return err
 	}
 	got := typeNumber
@@ -1405,68 +1382,19 @@ func (sc *scanner) validateNumber(s *schema, loc string) error {
 	if err := s.checkType(got, loc); err != nil {
 		return err
 	}
-	if s.minimum == nil && s.maximum == nil && s.exclMin == nil && s.exclMax == nil && s.multipleOf == nil {
+	if s.bounds == [4]*decimal{} && s.multipleOf == nil {
 		return nil
 	}
-	n := num{small: plain && len(tok) <= 18 && s.int64Bounds()}
-	if n.small {
-		n.i, _ = strconv.ParseInt(string(tok), 10, 64)
-	} else {
-		n.r = exact(string(tok))
-	}
-	var what string
-	var b *bound
-	switch {
-	case s.minimum != nil && n.cmp(s.minimum) < 0:
-		what, b = "less than minimum", s.minimum
-	case s.maximum != nil && n.cmp(s.maximum) > 0:
-		what, b = "greater than maximum", s.maximum
-	case s.exclMin != nil && n.cmp(s.exclMin) <= 0:
-		what, b = "not greater than exclusiveMinimum", s.exclMin
-	case s.exclMax != nil && n.cmp(s.exclMax) >= 0:
-		what, b = "not less than exclusiveMaximum", s.exclMax
-	case s.multipleOf != nil && !n.multipleOf(s.multipleOf):
-		what, b = "not a multiple of", s.multipleOf
-	default:
-		return nil
-	}
-	t := string(tok)
-	if len(t) > 40 {
-		t = t[:40] + "…"
-	}
-	return &problem{Location: loc, Message: fmt.Sprintf("%s is %s %s", t, what, b.text)}
-}
-
-// num is an instance number: an int64 when every bound is one too, else exact.
-type num struct {
-	small bool
-	i     int64
-	r     *big.Rat
-}
-
-func (n num) cmp(b *bound) int {
-	if n.small {
-		return cmp.Compare(n.i, b.i64)
-	}
-	return n.r.Cmp(b.exact())
-}
-
-func (n num) multipleOf(b *bound) bool {
-	if n.small {
-		return n.i%b.i64 == 0
-	}
-	return new(big.Rat).Quo(n.r, b.exact()).IsInt()
-}
-
-// int64Bounds reports whether every numeric keyword of s is an int64, so a
-// short integer token can be checked without exact decimals.
-func (s *schema) int64Bounds() bool {
-	for _, b := range [...]*bound{s.minimum, s.maximum, s.exclMin, s.exclMax, s.multipleOf} {
-		if b != nil && !b.isI64 {
-			return false
+	n := newDecimal(tok, plain)
+	for i, b := range s.bounds {
+		if b != nil && boundRules[i].fails(n.cmp(b)) {
+			return &problem{Location: loc, Message: fmt.Sprintf("%s is %s %s %s", clip(string(tok), 40), boundRules[i].what, boundRules[i].keyword, b.text)}
 		}
 	}
-	return true
+	if s.multipleOf != nil && !n.multipleOf(s.multipleOf) {
+		return &problem{Location: loc, Message: fmt.Sprintf("%s is not a multiple of %s", clip(string(tok), 40), s.multipleOf.text)}
+	}
+	return nil
 }
 
 // ---- text helpers ----

@@ -381,12 +381,22 @@ func FuzzDecode(f *testing.F) {
 	addCorpus(f, "json-test-suite/*.json")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		v, err := decode(data, instanceLimits)
-		verr := (*schema)(nil).validateBytes(data, instanceLimits, "doc")
+		verr := checkStrict(data, instanceLimits)
 		if (err == nil) != (verr == nil) {
 			t.Fatalf("decoder %v, validator %v", err, verr)
 		}
+		parseManifest(data)                                   // no panic, whatever the document
+		position(data, "", string(data[:min(len(data), 80)])) // nor whatever the location
 		if err != nil {
 			return
+		}
+		// measure counts what the scanner counts in the encoding: its
+		// limits pass it, and each one less fails it.
+		size, depth, values := measure(v)
+		for i, lim := range []limits{{size, depth, values}, {size - 1, depth, values}, {size, depth - 1, values}, {size, depth, values - 1}} {
+			if (checkStrict(encode(v), lim) == nil) != (i == 0 || i == 2 && depth == 0) {
+				t.Fatalf("measure says %d bytes, depth %d, %d values: wrong for %d bytes of encoding", size, depth, values, len(encode(v)))
+			}
 		}
 		again, err := decode(encode(v), instanceLimits)
 		if err != nil || !equal(v, again) || string(encode(again)) != string(encode(v)) {
@@ -657,7 +667,7 @@ func TestConformanceJSONSuite(t *testing.T) {
 		}
 		v, err := decode(data, instanceLimits)
 		// The validator reads bytes with the same scanner; it must agree.
-		verr := (*schema)(nil).validateBytes(data, instanceLimits, "doc")
+		verr := checkStrict(data, instanceLimits)
 		if (err == nil) != (verr == nil) {
 			t.Errorf("%s: decoder says %v, validator says %v", name, err, verr)
 		}
@@ -735,4 +745,35 @@ func compileFirst(v value) (*schema, error) {
 		return nil, &ps[0]
 	}
 	return s, nil
+}
+
+// TestRequiredButForbidden: a required property the schema forbids makes
+// every instance invalid (a tool with it is uncallable), so it is refused
+// at required[i], as ajv's strict mode refuses it: undeclared under
+// "additionalProperties": false, or declared with the false schema, at
+// any schema position.
+func TestRequiredButForbidden(t *testing.T) {
+	for _, c := range []struct{ schema, loc string }{
+		{`{"type": "object", "additionalProperties": false, "properties": {"a": {}}, "required": ["a", "b"]}`, "schema.required[1]"},
+		{`{"additionalProperties": false, "required": ["x"]}`, "schema.required[0]"},
+		{`{"properties": {"a": false}, "required": ["a"]}`, "schema.required[0]"},
+		{`{"required": ["z"], "additionalProperties": false}`, "schema.required[0]"},
+		{`{"properties": {"o": {"type": "object", "additionalProperties": false, "required": ["z"]}}}`, "schema.properties.o.required[0]"},
+		{`{"items": {"additionalProperties": false, "required": ["z"]}}`, "schema.items.required[0]"},
+		{`{"additionalProperties": {"type": "string"}, "required": ["x"]}`, ""},
+		{`{"additionalProperties": false, "properties": {"a": true}, "required": ["a"]}`, ""},
+		{`{"additionalProperties": true, "required": ["x"]}`, ""},
+		{`{"required": ["x"]}`, ""},
+	} {
+		_, err := compileText(t, c.schema)
+		switch p, _ := err.(*problem); {
+		case c.loc == "" && err != nil:
+			t.Errorf("%s: %v", c.schema, err)
+		case c.loc != "" && (p == nil || p.Location != c.loc || !strings.Contains(p.Message, "is required, but the schema forbids")):
+			t.Errorf("%s: got %v, want a problem at %s", c.schema, err, c.loc)
+		}
+	}
+	tl := opTool("POST", "write")
+	tl.InputSchema = json.RawMessage(`{"type": "object", "additionalProperties": false, "properties": {"a": {}}, "required": ["b"]}`)
+	firstProblemAt(t, "uncallable tool", manifestJSON("p", tl), "tools[0].inputSchema.required[0]")
 }

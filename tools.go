@@ -655,21 +655,21 @@ func hasBody(method string, status int) bool {
 // body when that is strict bounded JSON.
 func dispatchError(ct catalogTool, resp *response, err error) *bridgeError {
 	be := &bridgeError{Dispatched: true, cause: err}
-	problem := ""
+	why := ""
 	switch {
 	case err != nil && resp != nil && resp.status >= 400:
-		problem = fmt.Sprintf("HTTP %d, and its %v", resp.status, err)
+		why = fmt.Sprintf("HTTP %d, and its %v", resp.status, err)
 	case err != nil:
-		problem = err.Error()
+		why = err.Error()
 	default:
-		problem = fmt.Sprintf("HTTP %d", resp.status)
+		why = fmt.Sprintf("HTTP %d", resp.status)
 	}
 	if resp != nil {
 		be.Status = resp.status
 		if v, derr := decode(resp.body, instanceLimits); derr == nil && resp.body != nil {
 			be.Body = encode(v)
 			if err == nil {
-				problem += detail(v)
+				why += detail(v)
 			}
 		}
 	}
@@ -677,13 +677,13 @@ func dispatchError(ct catalogTool, resp *response, err error) *bridgeError {
 	switch {
 	case ct.tool.effect != "read":
 		be.Code, be.Outcome = "outcome_unknown", "unknown"
-		be.Message = fmt.Sprintf("%s was sent, but its outcome is unknown: %s", target, problem)
+		be.Message = fmt.Sprintf("%s was sent, but its outcome is unknown: %s", target, why)
 	case resp != nil && (resp.status < 200 || resp.status > 399): // whatever its body
 		be.Code = "http_error"
-		be.Message = fmt.Sprintf("%s: %s. The read had no effect; fix the cause and retry.", target, problem)
+		be.Message = fmt.Sprintf("%s: %s. The read had no effect; fix the cause and retry.", target, why)
 	default:
 		be.Code, be.Body = "response_invalid", nil
-		be.Message = fmt.Sprintf("%s: %s. The read had no effect; fix the cause and retry.", target, problem)
+		be.Message = fmt.Sprintf("%s: %s. The read had no effect; fix the cause and retry.", target, why)
 	}
 	return be
 }

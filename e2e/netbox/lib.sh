@@ -38,6 +38,12 @@ nbx_safe_rm() {
 	rm -rf --one-file-system -- "$dir"
 }
 
+# nbx_group_alive PGID: some process of the group is running (zombies, which only wait
+# for their parent to reap them, do not count).
+nbx_group_alive() {
+	ps -e -o pgid=,stat= | awk -v g="$1" '$1 == g && $2 !~ /^Z/ { found = 1 } END { exit !found }'
+}
+
 # nbx_kill_groups PIDFILE...: stop the process groups whose leaders' pids are in the files,
 # then remove the files. SIGINT first (gunicorn's and Redis's quick shutdown; RQ's warm
 # one), SIGKILL after 3 s: nothing here holds data worth a graceful exit, since every
@@ -57,9 +63,13 @@ nbx_kill_groups() {
 	for i in $(seq 1 80); do
 		alive=0
 		for pid in "${pids[@]}"; do
-			if kill -0 "$pid" 2>/dev/null; then alive=1; fi
+			if nbx_group_alive "$pid"; then alive=1; fi
 		done
 		[ $alive = 1 ] || return 0
+		# A second SIGINT turns RQ's warm shutdown into a cold one.
+		[ "$i" != 5 ] || for pid in "${pids[@]}"; do
+			kill -INT -- "-$pid" 2>/dev/null || true
+		done
 		[ "$i" != 30 ] || for pid in "${pids[@]}"; do
 			kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
 		done

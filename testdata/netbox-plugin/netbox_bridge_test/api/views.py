@@ -54,13 +54,13 @@ def _date_time(value):
 
 def _positive_id(raw):
     if isinstance(raw, bool) or not isinstance(raw, (int, str)):
-        raise ValidationError({"id": "must be an integer"})
+        raise ValidationError({"id": ["must be an integer"]})
     if isinstance(raw, str):
         if not raw.isascii() or not raw.isdigit():
-            raise ValidationError({"id": "must be an integer"})
+            raise ValidationError({"id": ["must be an integer"]})
         raw = int(raw)
     if raw < 1 or raw > 9_223_372_036_854_775_807:
-        raise ValidationError({"id": "out of range"})
+        raise ValidationError({"id": ["out of range"]})
     return raw
 
 
@@ -77,7 +77,7 @@ class GetWidgetView(APIView):
         params = request.query_params
         unknown = sorted(set(params) - {"id", "name"})
         if unknown:
-            raise ValidationError({key: "unknown parameter" for key in unknown})
+            raise ValidationError({key: ["unknown parameter"] for key in unknown})
         qs = Widget.objects.restrict(request.user, "view").order_by("pk")
         if "id" in params:
             qs = qs.filter(pk=_positive_id(params["id"]))
@@ -107,9 +107,9 @@ class DeleteWidgetView(APIView):
     def delete(self, request):
         data = request.data
         if not isinstance(data, dict) or set(data) != {"id"}:
-            raise ValidationError({"detail": 'the body must be the JSON object {"id": <integer>}'})
+            raise ValidationError({"non_field_errors": ['the body must be the JSON object {"id": <integer>}']})
         if not isinstance(data["id"], int) or isinstance(data["id"], bool):
-            raise ValidationError({"id": "must be an integer"})
+            raise ValidationError({"id": ["must be an integer"]})
         pk = _positive_id(data["id"])
         with transaction.atomic(using=Widget.objects.db):
             widget = Widget.objects.restrict(request.user, "delete").filter(pk=pk).first()
