@@ -123,45 +123,58 @@ func main() {
 // collector runs however little the heap has grown.
 const memoryLimit = 40 << 20
 
+// commands are the commands, serve the default.
+var commands = []string{"serve", "scan", "check", "healthcheck", "version", "help"}
+
 // run executes one command line and returns the process exit code.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer, env environment) int {
-	cmd, explicit := "serve", false
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		cmd, args, explicit = args[0], args[1:], true
+	cmd := "serve"
+	switch {
+	case len(args) == 1 && (args[0] == "--version" || args[0] == "-version"):
+		cmd, args = "version", nil
+	case len(args) == 1 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help"):
+		cmd, args = "help", nil
+	case len(args) > 0 && !strings.HasPrefix(args[0], "-"):
+		cmd, args = args[0], args[1:]
 	}
-	if !explicit && len(args) == 1 {
-		switch args[0] {
-		case "--version", "-version":
-			cmd, args = "version", nil
-		case "-h", "-help", "--help":
-			cmd, args = "help", nil
-		}
+	o := &options{cmd: cmd, stderr: stderr}
+	if !slices.Contains(commands, cmd) {
+		return o.fail("unknown command %q%s", cmd, suggest(cmd, commands, ""))
 	}
-	commands := []string{"serve", "scan", "check", "healthcheck", "version", "help"}
+	positional, code, ok := o.parse(o.newFlags(cmd), args, env, stdout)
+	switch {
+	case !ok:
+		return code
+	case cmd == "help" && (len(positional) > 1 || len(positional) == 1 && !slices.Contains(commands, positional[0])):
+		return o.fail("no command %q%s", strings.Join(positional, " "), suggest(positional[0], commands, ""))
+	case cmd == "check":
+		return runCheck(o, positional, stdin, stdout, env)
+	case cmd != "help" && len(positional) > 0:
+		return o.fail("unexpected argument %q", positional[0])
+	}
 	switch cmd {
 	case "serve":
-		return runServe(args, stdin, stdout, stderr, env)
-	case "healthcheck":
-		return runHealthcheck(args, stdout, stderr, env)
+		return runServe(o, stdin, stdout, env)
 	case "scan":
-		return runScan(args, stdout, stderr, env)
-	case "check":
-		return runCheck(args, stdin, stdout, stderr, env)
+		return runScan(o, stdout, env)
+	case "healthcheck":
+		return runHealthcheck(o, stdout)
 	case "version":
-		if _, code, ok := new(options).parse(flag.NewFlagSet("version", flag.ContinueOnError), args, env, stdout, stderr); !ok {
-			return code
-		}
 		fmt.Fprintln(stdout, versionLine())
-		return exitOK
-	case "help":
-		if len(args) > 1 || len(args) == 1 && !slices.Contains(commands, args[0]) {
-			fmt.Fprintf(stderr, "netbox-plugin-bridge help: no command %q%s\n", strings.Join(args, " "), suggest(args[0], commands, ""))
-			return exitUsage
-		}
+	default:
 		fmt.Fprint(stdout, usage)
-		return exitOK
 	}
-	fmt.Fprintf(stderr, "netbox-plugin-bridge: unknown command %q%s; run 'netbox-plugin-bridge help'\n", cmd, suggest(cmd, commands, ""))
+	return exitOK
+}
+
+// fail reports a usage or configuration error of the command on one line
+// and returns exit code 2.
+func (o *options) fail(format string, a ...any) int {
+	prefix := "netbox-plugin-bridge " + o.cmd
+	if !slices.Contains(commands, o.cmd) {
+		prefix = "netbox-plugin-bridge"
+	}
+	fmt.Fprintf(o.stderr, "%s: %s; run 'netbox-plugin-bridge help'\n", prefix, fmt.Sprintf(format, a...))
 	return exitUsage
 }
 
@@ -188,7 +201,10 @@ type options struct {
 	timeout                                               time.Duration
 	demo, json, branchOnly, noCallToken                   bool
 	arguments                                             []string
+	given                                                 map[string]bool   // the flags the command line set
 	from                                                  map[string]string // flag → the variable that set it
+	cmd                                                   string            // the command they are for
+	stderr                                                io.Writer
 }
 
 // flagVariables are the environment variables of the flags: a variable
@@ -244,22 +260,15 @@ func (o *options) newFlags(cmd string) *flag.FlagSet {
 func (o *options) setting(name string) string { return cmp.Or(o.from[name], "--"+name) }
 
 // typed reports whether the command line itself set a flag.
-func (o *options) typed(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name && o.from[name] == "" })
-	return set
-}
+func (o *options) typed(name string) bool { return o.given[name] }
 
 // parse parses a command's flags, before and after the positional
 // arguments it returns, then sets each flag the command line left out from
 // its variable. Its errors name a flag as it was typed and suggest the
 // nearest one; -h and --help print the command's usage. When ok is false
 // the command ends with code.
-func (o *options) parse(fs *flag.FlagSet, args []string, env environment, stdout, stderr io.Writer) (positional []string, code int, ok bool) {
-	fail := func(format string, a ...any) ([]string, int, bool) {
-		fmt.Fprintf(stderr, "netbox-plugin-bridge %s: %s; run 'netbox-plugin-bridge help %[1]s'\n", fs.Name(), fmt.Sprintf(format, a...))
-		return nil, exitUsage, false
-	}
+func (o *options) parse(fs *flag.FlagSet, args []string, env environment, stdout io.Writer) (positional []string, code int, ok bool) {
+	fail := func(format string, a ...any) ([]string, int, bool) { return nil, o.fail(format, a...), false }
 	for len(args) > 0 {
 		arg := args[0]
 		args = args[1:]
@@ -297,13 +306,12 @@ func (o *options) parse(fs *flag.FlagSet, args []string, env environment, stdout
 			return fail("%s %s: %v", typed, quote(value), err)
 		}
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	o.from = map[string]string{}
+	o.given, o.from = map[string]bool{}, map[string]string{}
+	fs.Visit(func(f *flag.Flag) { o.given[f.Name] = true })
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
 		variable := flagVariables[f.Name]
-		if value := env.getenv(variable); err == nil && variable != "" && value != "" && !set[f.Name] {
+		if value := env.getenv(variable); err == nil && variable != "" && value != "" && !o.given[f.Name] {
 			if err = fs.Set(f.Name, value); err != nil {
 				err = fmt.Errorf("%s %s: %v", variable, quote(clip(value, 60)), err)
 			}
@@ -707,19 +715,10 @@ func startConfig(o *options, env environment) (cfg *config, stop func(), warning
 // runServe runs the MCP server until stdin ends or a signal arrives. A
 // configuration error does not stop it: every tool call answers
 // config_error instead, so the MCP client can show the reason.
-func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer, env environment) int {
-	var o options
-	fs := o.newFlags("serve")
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "netbox-plugin-bridge serve: "+format+"\n", a...)
-		return exitUsage
-	}
+func runServe(o *options, stdin io.Reader, stdout io.Writer, env environment) int {
+	fail, stderr := o.fail, o.stderr
 	var level slog.Level
-	switch positional, code, ok := o.parse(fs, args, env, stdout, stderr); {
-	case !ok:
-		return code
-	case len(positional) > 0:
-		return fail("unexpected argument %q; run 'netbox-plugin-bridge help serve'", positional[0])
+	switch {
 	case o.logFormat != "text" && o.logFormat != "json":
 		return fail("%s %s is not text or json", o.setting("log-format"), quote(clip(o.logFormat, 40)))
 	case level.UnmarshalText([]byte(o.logLevel)) != nil:
@@ -744,9 +743,9 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer, env envi
 			logger.Info("this is an MCP stdio server: register it in an MCP client, or try 'netbox-plugin-bridge scan --demo' and 'netbox-plugin-bridge help'")
 		}
 	}
-	cfg, stop, warnings, err := startConfig(&o, env)
+	cfg, stop, warnings, err := startConfig(o, env)
 	defer stop()
-	policy, confirm, perr := loadPolicy(&o)
+	policy, confirm, perr := loadPolicy(o)
 	if err = cmp.Or(err, perr); err != nil {
 		logger.Error("the configuration is incomplete; every tool call will answer config_error", "error", err)
 		cfg = cmp.Or(cfg, &config{timeout: defaultTimeout})
@@ -765,7 +764,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer, env envi
 	defer cancel()
 	server := newMCPServer(b, newLogger(stderr, o.logFormat, max(level, slog.LevelWarn)))
 	if o.http != "" {
-		return serveHTTP(ctx, &o, env, server, b, logger, fail)
+		return serveHTTP(ctx, o, env, server, b, logger)
 	}
 	err = serveStdio(ctx, server, stdin, stdout)
 	switch {
@@ -783,16 +782,10 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer, env envi
 // runHealthcheck asks the local HTTP server whether it is ready, for a
 // container's HEALTHCHECK where there is no shell or curl: exit 0 when
 // GET /readyz answers 200.
-func runHealthcheck(args []string, stdout, stderr io.Writer, env environment) int {
-	var o options
-	fs := o.newFlags("healthcheck")
-	if _, code, ok := o.parse(fs, args, env, stdout, stderr); !ok {
-		return code
-	}
+func runHealthcheck(o *options, stdout io.Writer) int {
 	host, port, err := net.SplitHostPort(o.http)
 	if err != nil {
-		fmt.Fprintf(stderr, "netbox-plugin-bridge healthcheck: %s %s: give the address serve listens on, such as :8080\n", o.setting("http"), quote(o.http))
-		return exitUsage
+		return o.fail("%s %s: give the address serve listens on, such as :8080", o.setting("http"), quote(o.http))
 	}
 	if host == "" || host == "0.0.0.0" || host == "::" {
 		host = "127.0.0.1"
@@ -804,7 +797,7 @@ func runHealthcheck(args []string, stdout, stderr io.Writer, env environment) in
 	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // our own server: nothing secret is sent
 	resp, err := c.Get(scheme + "://" + net.JoinHostPort(host, port) + "/readyz")
 	if err != nil {
-		fmt.Fprintf(stderr, "netbox-plugin-bridge healthcheck: %v\n", err)
+		fmt.Fprintf(o.stderr, "netbox-plugin-bridge healthcheck: %v\n", err)
 		return exitInvalid
 	}
 	defer resp.Body.Close()
@@ -832,7 +825,8 @@ var requestBodies = newBudget(8 << 20)
 // serveHTTP serves MCP streamable HTTP at /mcp, stateless, until ctx ends,
 // then drains. A configured NetBox token makes the identity shared: callers
 // then present the MCP bearer token instead of their own NetBox token.
-func serveHTTP(ctx context.Context, o *options, env environment, server *mcp.Server, b *bridge, logger *slog.Logger, fail func(string, ...any) int) int {
+func serveHTTP(ctx context.Context, o *options, env environment, server *mcp.Server, b *bridge, logger *slog.Logger) int {
+	fail := o.fail
 	f := newFront(server, logger)
 	if b.cfgErr != nil {
 		f.notReady = "not ready: " + b.cfgErr.Error()
@@ -1157,15 +1151,8 @@ func newLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
 
 // ---- scan ----
 
-func runScan(args []string, stdout, stderr io.Writer, env environment) int {
-	var o options
-	fs := o.newFlags("scan")
-	if positional, code, ok := o.parse(fs, args, env, stdout, stderr); !ok {
-		return code
-	} else if len(positional) > 0 {
-		fmt.Fprintf(stderr, "netbox-plugin-bridge scan: unexpected argument %q; run 'netbox-plugin-bridge help scan'\n", positional[0])
-		return exitUsage
-	}
+func runScan(o *options, stdout io.Writer, env environment) int {
+	stderr := o.stderr
 	fail := func(code, msg string) int {
 		fmt.Fprintf(stderr, "netbox-plugin-bridge scan: %s: %s\n", code, msg)
 		if o.json {
@@ -1174,10 +1161,10 @@ func runScan(args []string, stdout, stderr io.Writer, env environment) int {
 		}
 		return exitUsage
 	}
-	if _, _, err := loadPolicy(&o); err != nil {
+	if _, _, err := loadPolicy(o); err != nil {
 		return fail("config_error", err.Error())
 	}
-	c, ctx, stop, err := openNetBox(&o, env, "scan", stderr)
+	c, ctx, stop, err := openNetBox(o, env)
 	defer stop()
 	if err != nil {
 		return fail("config_error", err.Error())
@@ -1250,7 +1237,8 @@ func printable(s string) string {
 // openNetBox connects a command to its NetBox: the configuration (or the
 // demo), its warnings and one line naming the NetBox and the token on
 // stderr, and a context that a signal ends. stop ends both.
-func openNetBox(o *options, env environment, command string, stderr io.Writer) (*client, context.Context, func(), error) {
+func openNetBox(o *options, env environment) (*client, context.Context, func(), error) {
+	command, stderr := o.cmd, o.stderr
 	cfg, stopDemo, warnings, err := startConfig(o, env)
 	if err != nil {
 		return nil, nil, stopDemo, err
@@ -1319,18 +1307,9 @@ func printJSON(w io.Writer, doc any) {
 
 // runCheck is the contract check for plugin authors: offline on manifest
 // files, or live with --plugin.
-func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer, env environment) int {
-	var o options
-	fs := o.newFlags("check")
-	files, code, ok := o.parse(fs, args, env, stdout, stderr)
-	if !ok {
-		return code
-	}
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "netbox-plugin-bridge check: "+format+"; run 'netbox-plugin-bridge help check'\n", a...)
-		return exitUsage
-	}
-	if _, _, err := loadPolicy(&o); err != nil {
+func runCheck(o *options, files []string, stdin io.Reader, stdout io.Writer, env environment) int {
+	fail := o.fail
+	if _, _, err := loadPolicy(o); err != nil {
 		return fail("%v", err) // a typo in the safety switch is loud everywhere
 	}
 	switch {
@@ -1341,8 +1320,8 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer, env envi
 	case o.plugin != "" && !slugPattern.MatchString(o.plugin):
 		return fail("--plugin %s is not a plugin slug (%s)", quote(clip(o.plugin, 80)), slugPattern)
 	case o.plugin != "":
-		return runLiveCheck(&o, stdin, stdout, stderr, env, fail)
-	case o.demo || o.profile != "" || o.timeout != 0 || o.typed(fs, "allow-mutations") || o.typed(fs, "branch"):
+		return runLiveCheck(o, stdin, stdout, env)
+	case o.demo || o.profile != "" || o.timeout != 0 || o.typed("allow-mutations") || o.typed("branch"):
 		return fail("--demo, --profile, --timeout, --allow-mutations and --branch go with --plugin")
 	case len(files) == 0:
 		return fail("give one or more manifest files, or - for standard input")
@@ -1462,7 +1441,8 @@ type liveTool struct {
 // the bridge v1 author checklist asks, and never sends a write: its
 // advertisement, its manifest, that each read refuses a caller without a
 // token, and each read's answer.
-func runLiveCheck(o *options, stdin io.Reader, stdout, stderr io.Writer, env environment, fail func(string, ...any) int) int {
+func runLiveCheck(o *options, stdin io.Reader, stdout io.Writer, env environment) int {
+	fail, stderr := o.fail, o.stderr
 	given := map[string]string{}
 	for _, a := range o.arguments {
 		name, value, ok := strings.Cut(a, "=")
@@ -1475,7 +1455,7 @@ func runLiveCheck(o *options, stdin io.Reader, stdout, stderr io.Writer, env env
 		}
 		given[name] = string(data)
 	}
-	c, ctx, stop, err := openNetBox(o, env, "check", stderr)
+	c, ctx, stop, err := openNetBox(o, env)
 	defer stop()
 	if err != nil {
 		return fail("%v", err)

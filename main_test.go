@@ -481,16 +481,16 @@ func TestTimeoutSetting(t *testing.T) {
 		if cfg := mustLoad(t, &options{}, env(value)); cfg.timeout != want {
 			t.Errorf("NETBOX_TIMEOUT=%q: %v, want %v", value, cfg.timeout, want)
 		}
-		var o options
-		if _, _, ok := o.parse(o.newFlags("scan"), []string{"--timeout", value}, env(""), io.Discard, io.Discard); !ok || o.timeout != want {
+		o := options{cmd: "scan", stderr: io.Discard}
+		if _, _, ok := o.parse(o.newFlags("scan"), []string{"--timeout", value}, env(""), io.Discard); !ok || o.timeout != want {
 			t.Errorf("--timeout %s: %v, want %v", value, o.timeout, want)
 		}
 	}
 	for _, value := range invalid {
 		loadFails(t, &options{}, env(value), "NETBOX_TIMEOUT: ")
 		var errOut bytes.Buffer
-		var o options
-		if _, code, ok := o.parse(o.newFlags("scan"), []string{"--timeout=" + value}, env(""), io.Discard, &errOut); ok || code != 2 || !strings.Contains(errOut.String(), "--timeout") {
+		o := options{cmd: "scan", stderr: &errOut}
+		if _, code, ok := o.parse(o.newFlags("scan"), []string{"--timeout=" + value}, env(""), io.Discard); ok || code != 2 || !strings.Contains(errOut.String(), "--timeout") {
 			t.Errorf("--timeout=%q: accepted or unclear: %q", value, errOut.String())
 		}
 	}
@@ -590,8 +590,8 @@ func TestWritePolicySetting(t *testing.T) {
 // policyOf resolves the write policy of serve's command line under env.
 func policyOf(t *testing.T, args []string, env environment) (writePolicy, string, error) {
 	t.Helper()
-	var o options
-	if _, _, ok := o.parse(o.newFlags("serve"), args, env, io.Discard, io.Discard); !ok {
+	o := options{cmd: "serve", stderr: io.Discard}
+	if _, _, ok := o.parse(o.newFlags("serve"), args, env, io.Discard); !ok {
 		t.Fatalf("%v: not parsed", args)
 	}
 	return loadPolicy(&o)
