@@ -174,8 +174,9 @@ func ended(ctx context.Context) error {
 	return &scanLimitError{"the scan was cancelled"}
 }
 
-// fetch GETs one discovery document within the scan's limits and, when the
-// status is 200, hands its body to use before releasing it.
+// fetch GETs one discovery document (its path may carry a query) within
+// the scan's limits and, when the status is 200, hands its body to use
+// before releasing it.
 func (d *discovery) fetch(ctx context.Context, path string, limit int, use func([]byte) error) error {
 	if d.requests.Add(1) > scanRequestLimit {
 		return d.fail(fmt.Sprintf("the scan needs more than %d discovery requests", scanRequestLimit))
@@ -185,7 +186,8 @@ func (d *discovery) fetch(ctx context.Context, path string, limit int, use func(
 	case <-ctx.Done():
 		return ended(ctx)
 	}
-	resp, err := d.c.do(ctx, request{method: http.MethodGet, path: path, header: d.opts.header,
+	path, query, _ := strings.Cut(path, "?")
+	resp, err := d.c.do(ctx, request{method: http.MethodGet, path: path, query: query, header: d.opts.header,
 		auth: d.opts.auth, limit: limit, budget: &d.budget})
 	<-d.inFlight
 	switch {
@@ -621,43 +623,36 @@ var schemaIDPattern = regexp.MustCompile(`^[a-z0-9]{1,64}$`)
 // branchSchema looks the configured branch up by name and returns its
 // schema_id, or branch_unavailable when it does not exist or is not ready.
 func (c *client) branchSchema(ctx context.Context, opts callOptions) (string, error) {
-	unavailable := func(format string, a ...any) error {
-		return &bridgeError{Code: "branch_unavailable", Message: fmt.Sprintf("NetBox branch %s: %s", quote(c.branch), fmt.Sprintf(format, a...))}
-	}
-	resp, err := c.do(ctx, request{method: http.MethodGet, path: branchesPath, query: url.Values{"name": {c.branch}}.Encode(),
-		header: opts.header, auth: opts.auth, limit: rootLimits.bytes})
-	if err != nil {
-		return "", unavailable("GET %s: %v", branchesPath, err)
-	}
-	defer resp.release()
-	doc, err := decode(resp.body, rootLimits)
-	switch {
-	case resp.status == http.StatusNotFound:
-		return "", unavailable("NetBox answered 404 for %s: is the NetBox Branching plugin installed?", branchesPath)
-	case resp.status == http.StatusUnauthorized || resp.status == http.StatusForbidden:
-		return "", unavailable("GET %s: HTTP %d%s; %s", branchesPath, resp.status, detail(doc), c.tokenHint(opts.auth, opts.authFrom))
-	case resp.status != http.StatusOK:
-		return "", unavailable("GET %s: HTTP %d%s", branchesPath, resp.status, detail(doc))
-	case err != nil:
-		return "", unavailable("GET %s: %v", branchesPath, err)
-	}
-	results, _ := doc.get("results")
-	for _, br := range results.arr {
-		if name, _ := br.get("name"); name.kind != kindString || name.s != c.branch {
-			continue
+	d, ctx, cancel := c.newDiscovery(ctx, opts)
+	defer cancel()
+	var id value
+	err := d.fetch(ctx, branchesPath+"?"+url.Values{"name": {c.branch}}.Encode(), rootLimits.bytes, func(body []byte) error {
+		doc, err := decode(body, rootLimits)
+		results, _ := doc.get("results")
+		i := slices.IndexFunc(results.arr, func(br value) bool { name, _ := br.get("name"); return name.s == c.branch })
+		switch {
+		case err != nil:
+			return err
+		case i < 0:
+			return errors.New("NetBox has no branch of that name: create it in NetBox, or set another --branch (NETBOX_BRANCH)")
 		}
-		status, _ := br.get("status")
+		status, _ := results.arr[i].get("status")
 		if v, ok := status.get("value"); ok { // a choice: {"value": "ready", "label": "Ready"}
 			status = v
 		}
-		id, _ := br.get("schema_id")
-		switch {
-		case status.kind != kindString || status.s != "ready":
-			return "", unavailable("it is %s, not ready: wait until NetBox has provisioned it", quote(clip(status.s, 40)))
-		case id.kind != kindString || !schemaIDPattern.MatchString(id.s):
-			return "", unavailable("its schema_id is not a short lower-case identifier")
+		if id, _ = results.arr[i].get("schema_id"); status.s != "ready" {
+			return fmt.Errorf("it is %s, not ready: wait until NetBox has provisioned it", quote(clip(status.s, 40)))
+		} else if id.kind != kindString || !schemaIDPattern.MatchString(id.s) {
+			return errors.New("its schema_id is not a short lower-case identifier")
 		}
-		return strings.Clone(id.s), nil
+		return nil
+	})
+	var hs *httpStatusError
+	if errors.As(err, &hs) && hs.status == http.StatusNotFound {
+		err = fmt.Errorf("%w; is the NetBox Branching plugin installed?", err)
 	}
-	return "", unavailable("NetBox has no branch of that name: create it in NetBox, or set another --branch (NETBOX_BRANCH)")
+	if err != nil {
+		return "", &bridgeError{Code: "branch_unavailable", Message: fmt.Sprintf("NetBox branch %s: %v", quote(c.branch), err)}
+	}
+	return strings.Clone(id.s), nil
 }
