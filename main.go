@@ -383,17 +383,6 @@ func (v switchValue) Set(s string) (err error) {
 	return err
 }
 
-// switchWord reads 1|true|yes|on or 0|false|no|off, in any case.
-func switchWord(s string) (bool, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "1", "true", "yes", "on":
-		return true, nil
-	case "0", "false", "no", "off":
-		return false, nil
-	}
-	return false, errors.New("is not one of 1, true, yes, on, 0, false, no, off")
-}
-
 // timeoutValue is --timeout: a duration, or a number of seconds.
 type timeoutValue struct{ d *time.Duration }
 
@@ -551,12 +540,10 @@ func loadConfig(o *options, env environment) (*config, error) {
 	if o.timeout > 0 {
 		cfg.timeout = o.timeout
 	}
-	switch strings.ToLower(sslVerify) {
-	case "", "1", "true", "yes", "on":
-	case "0", "false", "no", "off":
+	if verify, err := switchWord(cmp.Or(sslVerify, "1")); err != nil {
+		return nil, fmt.Errorf("%s: %s %v", sslFrom, quote(clip(sslVerify, 40)), err)
+	} else if !verify {
 		cfg.insecure, cfg.insecureFrom = true, sslFrom
-	default:
-		return nil, fmt.Errorf("%s: %s is not one of 1, true, yes, on, 0, false, no, off", sslFrom, quote(clip(sslVerify, 40)))
 	}
 	return cfg, nil
 }

@@ -703,11 +703,8 @@ type writePolicy struct {
 // is an error, never "off".
 func parseWritePolicy(s, setting string) (writePolicy, error) {
 	p := writePolicy{setting: setting}
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "1", "true", "yes", "on":
-		p.all = true
-		return p, nil
-	case "", "0", "false", "no", "off":
+	if all, err := switchWord(strings.TrimSpace(s)); err == nil || strings.TrimSpace(s) == "" {
+		p.all = all
 		return p, nil
 	}
 	for _, e := range strings.Split(s, ",") {
@@ -723,6 +720,17 @@ func parseWritePolicy(s, setting string) (writePolicy, error) {
 		}
 	}
 	return p, nil
+}
+
+// switchWord reads 1|true|yes|on or 0|false|no|off, in any case.
+func switchWord(s string) (bool, error) {
+	switch strings.ToLower(s) {
+	case "1", "true", "yes", "on":
+		return true, nil
+	case "0", "false", "no", "off":
+		return false, nil
+	}
+	return false, errors.New("is not one of 1, true, yes, on, 0, false, no, off")
 }
 
 func (p writePolicy) allows(ct catalogTool) bool {

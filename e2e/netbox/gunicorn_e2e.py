@@ -48,14 +48,27 @@ def _activate_proxbox_bridge(log):
     log.info("netbox-e2e: Proxbox MCP bridge activated in this process")
 
 
+def _configure_instance(log):
+    """Instance B leaves out the test plugin's broken tool, so that a live
+    contract check passes there (the configuration file, shared by both
+    instances and part of the snapshot's cache key, stays the same)."""
+    if os.environ.get("NBX_E2E_INSTANCE") == "b":
+        from django.conf import settings
+
+        settings.PLUGINS_CONFIG.setdefault("netbox_bridge_test", {})["broken_tool"] = False
+        log.info("netbox-e2e: the test plugin's broken tool is off in this instance")
+
+
 def when_ready(server):
     # With preload_app the application (and netbox_proxbox) is already imported
     # in the master; workers forked afterwards inherit the flipped globals.
     if os.environ.get("NBX_E2E_PROXBOX_BRIDGE") == "active":
         _activate_proxbox_bridge(server.log)
+    _configure_instance(server.log)
 
 
 def post_worker_init(worker):
     # Also flip in each worker, so the switch holds even without preload_app.
     if os.environ.get("NBX_E2E_PROXBOX_BRIDGE") == "active":
         _activate_proxbox_bridge(worker.log)
+    _configure_instance(worker.log)

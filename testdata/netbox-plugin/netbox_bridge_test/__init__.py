@@ -15,7 +15,9 @@ class BridgeTestConfig(PluginConfig):
     min_version = "4.7.0"
     max_version = "4.99.99"
     required_settings = []
-    default_settings = {}
+    # broken_tool: advertise broken_count, whose answer breaks its outputSchema
+    # on purpose (instance B of the end-to-end NetBox turns it off).
+    default_settings = {"broken_tool": True}
 
 
 config = BridgeTestConfig

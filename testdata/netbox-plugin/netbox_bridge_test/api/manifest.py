@@ -83,8 +83,8 @@ TOOLS = [
                 "name": {"type": "string"},
                 "serial": SERIAL,
                 "observed": OPTIONAL_DATE_TIME,
-                "created": DATE_TIME,
-                "last_updated": DATE_TIME,
+                "created": OPTIONAL_DATE_TIME,
+                "last_updated": OPTIONAL_DATE_TIME,
             },
             "required": ["id", "name", "serial", "observed", "created", "last_updated"],
             "additionalProperties": False,
@@ -156,4 +156,10 @@ TOOLS = [
 
 
 def build_manifest():
-    return {"schema_version": "1", "plugin": SLUG, "tools": TOOLS}
+    """The manifest; PLUGINS_CONFIG's broken_tool (default True) keeps broken_count in it."""
+    from netbox.plugins import get_plugin_config
+
+    tools = TOOLS
+    if not get_plugin_config("netbox_bridge_test", "broken_tool"):
+        tools = [t for t in TOOLS if t["name"] != "broken_count"]
+    return {"schema_version": "1", "plugin": SLUG, "tools": tools}
