@@ -18,6 +18,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -3571,7 +3573,7 @@ func TestRealNetBox(t *testing.T) {
 		run  func(*testing.T, realNetBox, *tally)
 	}{
 		{"scan", realScan}, {"reads", realReads}, {"writes", realWrites}, {"http", realHTTP},
-		{"check", realCheck}, {"proxbox", realProxbox}, {"branching", realBranching},
+		{"check", realCheck}, {"proxbox", realProxbox}, {"branching", realBranching}, {"reference", realReference},
 	}
 	total := tally{t: t}
 	for _, g := range groups {
@@ -3888,4 +3890,183 @@ func TestREADMEBlocks(t *testing.T) {
 		t.Errorf("the README has no JSON or no YAML block: %v", counts)
 	}
 	t.Logf("readme: blocks parsed %v", counts)
+}
+
+// reference is netbox-sdk's nbx-mcp, the reference implementation, served
+// over stdio against url with the named user's token and driven by the same
+// go-sdk client as the bridge.
+func (nb realNetBox) reference(t testing.TB, url, user string) *mcp.ClientSession {
+	t.Helper()
+	cmd := exec.Command(nb["NETBOX_E2E_REFERENCE"])
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "NETBOX_URL=" + url, "NETBOX_TOKEN=" + nb.token(user)}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "netbox-e2e", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersions[0]})
+	if err != nil {
+		t.Fatalf("starting the reference %s: %v", nb["NETBOX_E2E_REFERENCE"], err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// verdict is whether a dry run of create_widget accepts the arguments: a
+// dry-run document, or a refusal (an error result, or a client error for a
+// line the server refused as not strict JSON).
+func verdict(cs *mcp.ClientSession, arguments string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "plugin_call_tool", Arguments: json.RawMessage(
+		`{"plugin": "bridge-test", "tool": "create_widget", "dry_run": true, "arguments": ` + arguments + `}`)})
+	return err == nil && !res.IsError
+}
+
+// realReference: the reference beside the bridge on the same NetBox and
+// plugins, with the same client: the same qualified names and effects in the
+// catalog, and the same accept or reject verdict on a table of argument
+// cases, but where the bridge is deliberately stricter (SPEC §12).
+func realReference(t *testing.T, nb realNetBox, c *tally) {
+	url := nb["NETBOX_E2E_URL"]
+	ref, bridge := nb.reference(t, url, "alice"), nb.session(t, nb.env(t, url, "alice"), nil)
+	effects := func(cs *mcp.ClientSession) map[string]string {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "plugin_list_tools", Arguments: map[string]any{}})
+		if err != nil || res.IsError {
+			t.Fatalf("plugin_list_tools: %v %+v", err, res)
+		}
+		raw, _ := json.Marshal(res.StructuredContent)
+		var doc struct {
+			Tools []struct{ QualifiedName, Effect string }
+		}
+		json.Unmarshal(bytes.ReplaceAll(raw, []byte(`"qualified_name"`), []byte(`"QualifiedName"`)), &doc)
+		out := map[string]string{}
+		for _, tool := range doc.Tools {
+			out[tool.QualifiedName] = tool.Effect
+		}
+		return out
+	}
+	theirs, ours := effects(ref), effects(bridge)
+	agree := 0
+	for name, effect := range ours {
+		if c.check(theirs[name] == effect, "%s: the bridge says %s, the reference %q", name, effect, theirs[name]) {
+			agree++
+		}
+	}
+	c.check(len(theirs) == len(ours) && len(ours) > 0, "the reference lists %d tools, the bridge %d", len(theirs), len(ours))
+	t.Logf("reference: catalog: %d tools, %d agree on qualified name and effect, %d differ", len(ours), agree, len(ours)-agree+abs(len(theirs)-len(ours)))
+
+	// Arguments of create_widget (name 1-100 characters, required; serial an
+	// int64; observed an RFC 3339 date-time; description at most 200), each
+	// with SPEC §5's verdict; stricter marks where SPEC §12 parts ways.
+	long := func(ch string, n int) string { return strconv.Quote(strings.Repeat(ch, n)) }
+	cases := []struct {
+		name, args     string
+		accept, strict bool
+	}{
+		{"nothing", `{}`, false, false},
+		{"a name", `{"name": "a"}`, true, false},
+		{"an empty name", `{"name": ""}`, false, false},
+		{"100 characters", `{"name": ` + long("x", 100) + `}`, true, false},
+		{"101 characters", `{"name": ` + long("x", 101) + `}`, false, false},
+		{"100 non-ASCII characters", `{"name": ` + long("é", 100) + `}`, true, false},
+		{"a number as the name", `{"name": 5}`, false, false},
+		{"an integer", `{"name": "a", "serial": 7}`, true, false},
+		{"7.0", `{"name": "a", "serial": 7.0}`, true, false},
+		{"1e2", `{"name": "a", "serial": 1e2}`, true, false},
+		{"1.5", `{"name": "a", "serial": 1.5}`, false, false},
+		{"int64 maximum", `{"name": "a", "serial": 9223372036854775807}`, true, false},
+		{"past int64", `{"name": "a", "serial": 9223372036854775808}`, false, false},
+		{"int64 minimum", `{"name": "a", "serial": -9223372036854775808}`, true, false},
+		{"true as a number", `{"name": "a", "serial": true}`, false, false},
+		{"a numeric string", `{"name": "a", "serial": "7"}`, false, false},
+		{"null", `{"name": "a", "serial": null}`, false, false},
+		{"a date-time", `{"name": "a", "observed": "2026-08-12T12:34:56Z"}`, true, false},
+		{"a leap second", `{"name": "a", "observed": "1990-12-31T23:59:60Z"}`, true, false},
+		{"a leap second that is none", `{"name": "a", "observed": "2026-08-12T12:34:60Z"}`, false, false},
+		{"lower-case t and z", `{"name": "a", "observed": "2026-08-12t12:34:56z"}`, true, false},
+		{"-00:00", `{"name": "a", "observed": "2026-08-12T12:34:56-00:00"}`, true, false},
+		{"no offset", `{"name": "a", "observed": "2026-08-12T12:34:56"}`, false, false},
+		{"February 30", `{"name": "a", "observed": "2026-02-30T00:00:00Z"}`, false, false},
+		{"past year 9999", `{"name": "a", "observed": "9999-12-31T23:59:60Z"}`, false, false},
+		{"200 characters", `{"name": "a", "description": ` + long("d", 200) + `}`, true, false},
+		{"201 characters", `{"name": "a", "description": ` + long("d", 201) + `}`, false, false},
+		{"an unknown key", `{"name": "a", "zzz": 1}`, false, false},
+		{"a duplicate key", `{"name": "a", "name": "b"}`, false, true},
+	}
+	var same, stricter int
+	for _, tc := range cases {
+		ourVerdict, theirVerdict := verdict(bridge, tc.args), verdict(ref, tc.args)
+		c.check(ourVerdict == tc.accept, "%s: the bridge accepts %t, SPEC §5: %t", tc.name, ourVerdict, tc.accept)
+		switch {
+		case ourVerdict == theirVerdict:
+			same++
+		case tc.strict && !ourVerdict:
+			stricter++ // SPEC §12: duplicate JSON keys are invalid here
+		default:
+			c.check(false, "%s: the bridge accepts %t, the reference %t", tc.name, ourVerdict, theirVerdict)
+		}
+	}
+	t.Logf("reference: verdicts: %d cases, %d agree, %d where the bridge is deliberately stricter (SPEC §12), %d other", len(cases), same, stricter, len(cases)-same-stricter)
+}
+
+func abs(n int) int { return max(n, -n) }
+
+// delayed serves url behind delay of latency for every request, as a
+// NetBox far away: the benchmarks' NetBox.
+func delayed(t testing.TB, url string, latency time.Duration) string {
+	target, _ := neturl.Parse(url)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(latency)
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// BenchmarkRealNetBox: a full scan and one read call through an MCP session,
+// the bridge against the reference, the same client, NetBox the real one
+// behind 10 ms of added latency per request; alternating in one run. It
+// reports each in milliseconds and the bridge/reference ratios.
+func BenchmarkRealNetBox(b *testing.B) {
+	nb := realNetBox{}
+	data, err := os.ReadFile(cmp.Or(os.Getenv("NETBOX_E2E_ENV"), "/tmp/netbox-e2e/env"))
+	if err != nil {
+		b.Skip("no real NetBox: e2e/netbox/run stands one up")
+	}
+	for line := range strings.Lines(string(data)) {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok {
+			nb[k] = v
+		}
+	}
+	const latency = 10 * time.Millisecond
+	url := delayed(b, nb["NETBOX_E2E_URL"], latency)
+	bridgeCmd := exec.Command(releaseBinary(b))
+	bridgeCmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + b.TempDir(), "NETBOX_URL=" + url, "NETBOX_TOKEN=" + nb.token("alice")}
+	bridge, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.CommandTransport{Command: bridgeCmd}, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersions[0]})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bridge.Close()
+	ref := nb.reference(b, url, "alice")
+	for _, op := range []struct{ name, tool, args string }{
+		{"full scan", "plugin_list_tools", `{}`},
+		{"one read", "plugin_call_tool", `{"plugin": "bridge-test", "tool": "get_widget", "arguments": {"name": "alpha"}}`},
+	} {
+		b.Run(op.name, func(b *testing.B) {
+			var times [2]time.Duration
+			for b.Loop() {
+				for k, cs := range []*mcp.ClientSession{bridge, ref} {
+					start := time.Now()
+					res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: op.tool, Arguments: json.RawMessage(op.args)})
+					if err != nil || res.IsError {
+						b.Fatalf("%s (%d): %v %+v", op.name, k, err, res)
+					}
+					times[k] += time.Since(start)
+				}
+			}
+			n := float64(b.N)
+			b.ReportMetric(float64(times[0].Microseconds())/1000/n, "bridge-ms")
+			b.ReportMetric(float64(times[1].Microseconds())/1000/n, "reference-ms")
+			b.ReportMetric(float64(times[0])/float64(times[1]), "bridge/reference")
+		})
+	}
 }
