@@ -46,7 +46,9 @@ const (
 const fakeToken = "0123456789abcdef0123456789abcdef0fake0000"
 
 // fakeNetBox is an httptest server that answers like NetBox: DRF-shaped JSON
-// documents, 403 {"detail": "Invalid token."} for a wrong token and an HTML
+// documents, the 403 bodies of the real NetBox for a missing or wrong token
+// ("Authentication credentials were not provided.", "Invalid v1 token",
+// "Invalid v2 token"), its X-Request-ID and API-Version headers, and an HTML
 // 404 page for unknown paths. Documents are templates in which {base}
 // becomes the configured base URL (origin and prefix) and {url} the origin.
 type fakeNetBox struct {
@@ -289,11 +291,17 @@ func (f *fakeNetBox) serve(w http.ResponseWriter, r *http.Request) {
 	authorized := f.token == "" || r.Header.Get("Authorization") == f.token
 	chunked := f.chunked
 	f.mu.Unlock()
-	switch {
+	w.Header().Set("X-Request-ID", fmt.Sprintf("%08x-0000-4000-8000-000000000000", f.totalRequests()))
+	w.Header().Set("API-Version", "4.7")
+	switch auth := r.Header.Get("Authorization"); {
 	case !found:
 		htmlNotFound(w)
+	case !authorized && auth == "":
+		writeJSON(w, http.StatusForbidden, `{"detail": "Authentication credentials were not provided."}`, chunked)
+	case !authorized && strings.Contains(auth, " nbt_"):
+		writeJSON(w, http.StatusForbidden, `{"detail": "Invalid v2 token"}`, chunked)
 	case !authorized:
-		writeJSON(w, http.StatusForbidden, `{"detail": "Invalid token."}`, chunked)
+		writeJSON(w, http.StatusForbidden, `{"detail": "Invalid v1 token"}`, chunked)
 	default:
 		writeJSON(w, http.StatusOK, doc, chunked)
 	}
@@ -391,9 +399,11 @@ func writeJSON(w http.ResponseWriter, status int, doc string, chunked bool) {
 	io.WriteString(w, doc)
 }
 
-// htmlNotFound is Django's 404 page, which NetBox serves for unknown paths.
+// htmlNotFound is NetBox's HTML 404 page, which it serves for unknown paths,
+// API paths included, whatever the Accept header, with a CSRF cookie.
 func htmlNotFound(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Set-Cookie", "csrftoken=fake; Path=/; SameSite=Lax")
 	w.WriteHeader(http.StatusNotFound)
 	io.WriteString(w, "<!DOCTYPE html>\n<html><head><title>Page Not Found</title></head><body><h1>Page Not Found</h1></body></html>\n")
 }
@@ -1278,11 +1288,11 @@ func TestScanBadToken(t *testing.T) {
 	cfg := f.config()
 	cfg.auth = "Token ffffffffffffffffffffffffffffffffffffffff"
 	c := testClient(t, cfg)
-	be := scanAllFails(t, c, `/api/plugins/: HTTP 403: "Invalid token."`)
+	be := scanAllFails(t, c, `/api/plugins/: HTTP 403: "Invalid v1 token"`)
 	if strings.Contains(be.Message, "ffffffff") {
 		t.Errorf("message %q echoes the token", be.Message)
 	}
-	scanOneFails(t, c, "example", "discovery_failed", `/api/plugins/example/: HTTP 403: "Invalid token."`)
+	scanOneFails(t, c, "example", "discovery_failed", `/api/plugins/example/: HTTP 403: "Invalid v1 token"`)
 }
 
 // ---- headers ----

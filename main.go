@@ -1647,7 +1647,7 @@ func demoHandler(base string) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Token "+demoToken {
-			send(w, http.StatusForbidden, map[string]string{"detail": "Invalid token"})
+			send(w, http.StatusForbidden, map[string]string{"detail": "Invalid v1 token"}) // as NetBox says
 			return
 		}
 		mu.Lock()

@@ -728,9 +728,9 @@ func TestScanCommandExitCodes(t *testing.T) {
 		{"refused port, JSON", with(token, "NETBOX_URL", refused), []string{"--json"}, 2,
 			[]string{`{"error":{"code":"discovery_failed","message":"GET ` + refused + `/api/plugins/: `}, []string{"refused"}},
 		{"wrong token", with(token, "NETBOX_TOKEN", secretV1), nil, 2, nil,
-			[]string{`HTTP 403: "Invalid token."; NetBox refused the v1 token (Token scheme) from NETBOX_TOKEN: check that it is valid`}},
+			[]string{`HTTP 403: "Invalid v1 token"; NetBox refused the v1 token (Token scheme) from NETBOX_TOKEN: check that it is valid`}},
 		{"wrong token, one plugin", with(token, "NETBOX_TOKEN", secretV1), []string{"--plugin", "example"}, 2, nil,
-			[]string{`HTTP 403: "Invalid token."; NetBox refused the v1 token (Token scheme) from NETBOX_TOKEN`}},
+			[]string{`HTTP 403: "Invalid v1 token"; NetBox refused the v1 token (Token scheme) from NETBOX_TOKEN`}},
 		{"wrong split token", map[string]string{"NETBOX_URL": f.URL, "NETBOX_TOKEN_KEY": "k", "NETBOX_TOKEN_SECRET": secret}, nil, 2, nil,
 			[]string{"NetBox refused the v2 token (Bearer scheme) from NETBOX_TOKEN_KEY and NETBOX_TOKEN_SECRET"}},
 		{"no token", map[string]string{"NETBOX_URL": f.URL}, nil, 2, nil,
@@ -923,7 +923,7 @@ func TestDemoNetBox(t *testing.T) {
 		t.Errorf("tools %v problems %v", got, cat.problems)
 	}
 	cfg.auth = ""
-	scanAllFails(t, testClient(t, cfg), `HTTP 403: "Invalid token"`)
+	scanAllFails(t, testClient(t, cfg), `HTTP 403: "Invalid v1 token"`)
 	stop()
 	cfg.auth = "Token " + demoToken
 	if _, err := testClient(t, cfg).scanAll(context.Background(), callOptions{}); err == nil {
