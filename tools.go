@@ -99,20 +99,19 @@ func newMCPServer(b *bridge, logger *slog.Logger) *mcp.Server {
 		InputSchema: json.RawMessage(listToolsSchema),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, DestructiveHint: &no, OpenWorldHint: &no},
 	}, b.handler(listToolsInput, b.listTools))
-	call := &mcp.Tool{
-		Name:  "plugin_call_tool",
-		Title: "Call a NetBox plugin tool",
-		Description: "Call one plugin tool with arguments matching its inputSchema. Reads run at once; dry_run: true shows the request without sending it. " +
-			"Writes are off here: write tools can only be previewed.",
-		InputSchema: json.RawMessage(callToolSchema),
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, DestructiveHint: &no, OpenWorldHint: &yes},
-	}
+	// The annotations follow the write policy, since clients gate on them.
+	writes, annotations := "Writes are off here: write tools can only be previewed.",
+		&mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, DestructiveHint: &no, OpenWorldHint: &yes}
 	if b.writable() {
-		call.Description = strings.Replace(call.Description, "Writes are off here: write tools can only be previewed.",
-			"Writes run where the operator allows them, some after a human confirms.", 1)
-		call.Annotations = &mcp.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: &yes}
+		writes, annotations = "Writes run where the operator allows them, some after a human confirms.", &mcp.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: &yes}
 	}
-	server.AddTool(call, b.handler(callToolInput, b.call))
+	server.AddTool(&mcp.Tool{
+		Name:        "plugin_call_tool",
+		Title:       "Call a NetBox plugin tool",
+		Description: "Call one plugin tool with arguments matching its inputSchema. Reads run at once; dry_run: true shows the request without sending it. " + writes,
+		InputSchema: json.RawMessage(callToolSchema),
+		Annotations: annotations,
+	}, b.handler(callToolInput, b.call))
 	return server
 }
 
@@ -1192,33 +1191,47 @@ func (c *stdioConn) Close() error {
 func (c *stdioConn) SessionID() string { return "" }
 
 // readLines reads stdin line by line until it ends or the session closes,
-// handing each line on in the order it came.
+// handing each line on in the order it came; a line over maxLineLength is
+// answered, and the rest of it discarded, as it arrives.
 func (c *stdioConn) readLines() {
 	defer close(c.eof)
 	r := bufio.NewReaderSize(c.in, 64<<10)
-	for {
-		line, tooLong, err := readLine(r)
-		if err != nil {
-			return
+	var line []byte
+	for tooLong := false; ; {
+		chunk, err := r.ReadSlice('\n')
+		if tooLong = tooLong || len(line)+len(chunk) > maxLineLength; !tooLong {
+			line = append(line, chunk...)
 		}
+		switch {
+		case err == bufio.ErrBufferFull:
+			continue
+		case err != nil && len(line) == 0 && !tooLong:
+			return // stdin ended between lines
+		}
+		c.mu.Lock()
+		var m jsonrpc.Message
 		if tooLong {
 			c.reply(nil, jsonrpc.CodeParseError, fmt.Sprintf("parse error: the message is longer than %d bytes", maxLineLength))
-			continue
+		} else {
+			m = c.check(line)
 		}
-		m := c.check(line)
-		if m == nil {
-			continue
+		c.mu.Unlock()
+		line, tooLong = line[:0], false
+		if m != nil {
+			select {
+			case c.messages <- m:
+			case <-c.done:
+				return
+			}
 		}
-		select {
-		case c.messages <- m:
-		case <-c.done:
+		if err != nil {
 			return
 		}
 	}
 }
 
 // check returns the message on line when the SDK may see it, and otherwise
-// answers it itself (SPEC §11): -32700 for a line that is not exactly one
+// answers it itself, with c.mu held (SPEC §11): -32700 for a line that is not exactly one
 // strict JSON value, -32600 for a value that is not a usable JSON-RPC
 // message. The checks parse the line once; the SDK decodes it again.
 func (c *stdioConn) check(line []byte) jsonrpc.Message {
@@ -1247,21 +1260,19 @@ func (c *stdioConn) check(line []byte) jsonrpc.Message {
 	if !ok || !req.IsCall() {
 		return m
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	meta, _ := doc.get("params")
 	meta, _ = meta.get("_meta")
 	version, _ := meta.get("io.modelcontextprotocol/protocolVersion")
 	stateless := version.kind == kindString && version.s >= multiRoundTrip // needs no initialize
 	switch {
 	case c.inFlight[req.ID]:
-		c.replyLocked(rawID, jsonrpc.CodeInvalidRequest, "invalid request: a request with this id is still in flight")
+		c.reply(rawID, jsonrpc.CodeInvalidRequest, "invalid request: a request with this id is still in flight")
 		return nil
 	case req.Method == "initialize" && c.initialized:
-		c.replyLocked(rawID, jsonrpc.CodeInvalidRequest, "invalid request: the session is already initialized")
+		c.reply(rawID, jsonrpc.CodeInvalidRequest, "invalid request: the session is already initialized")
 		return nil
 	case !c.initialized && !stateless && !slices.Contains([]string{"initialize", "ping", "server/discover"}, req.Method):
-		c.replyLocked(rawID, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: %s before initialize", quote(req.Method)))
+		c.reply(rawID, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: %s before initialize", quote(req.Method)))
 		return nil
 	case req.Method == "initialize":
 		// What follows the line is served in order, before its answer is
@@ -1287,35 +1298,9 @@ func messageID(id value, has bool) (json.RawMessage, bool) {
 	return []byte(exact(id.s).Num().String()), true
 }
 
-// readLine reads one line, discarding the rest of a line over maxLineLength.
-func readLine(r *bufio.Reader) (line []byte, tooLong bool, err error) {
-	for {
-		chunk, err := r.ReadSlice('\n')
-		if len(line)+len(chunk) <= maxLineLength {
-			line = append(line, chunk...)
-		} else {
-			tooLong, line = true, line[:0]
-		}
-		switch {
-		case err == bufio.ErrBufferFull:
-			continue
-		case err == io.EOF && (len(line) > 0 || tooLong):
-			return line, tooLong, nil
-		case err != nil:
-			return nil, false, err
-		}
-		return line, tooLong, nil
-	}
-}
-
-// reply writes an error response for a line the SDK does not see.
+// reply writes an error response, with c.mu held, for a line the SDK does
+// not see.
 func (c *stdioConn) reply(id json.RawMessage, code int, msg string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.replyLocked(id, code, msg)
-}
-
-func (c *stdioConn) replyLocked(id json.RawMessage, code int, msg string) {
 	if c.closed {
 		return
 	}
