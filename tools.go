@@ -1235,26 +1235,26 @@ func (c *stdioConn) readLines() {
 // strict JSON value, -32600 for a value that is not a usable JSON-RPC
 // message. The checks parse the line once; the SDK decodes it again.
 func (c *stdioConn) check(line []byte) jsonrpc.Message {
-	line = bytes.TrimSpace(line)
-	if len(line) == 0 {
+	refuse := func(id json.RawMessage, code int, msg string) jsonrpc.Message {
+		c.reply(id, code, msg)
+		return nil
+	}
+	if line = bytes.TrimSpace(line); len(line) == 0 {
 		return nil
 	}
 	doc, err := decode(line, lineLimits)
 	if err != nil { // JSON-RPC: a parse error's id is null
-		c.reply(nil, jsonrpc.CodeParseError, "parse error: "+err.Error())
-		return nil
+		return refuse(nil, jsonrpc.CodeParseError, "parse error: "+err.Error())
 	}
 	rawID, ok := messageID(doc.get("id"))
 	if !ok {
-		c.reply(nil, jsonrpc.CodeInvalidRequest, "invalid request: an id must be a string or an integer within ±2^53")
-		return nil
+		return refuse(nil, jsonrpc.CodeInvalidRequest, "invalid request: an id must be a string or an integer within ±2^53")
 	}
 	_, hasResult := doc.get("result")
 	_, hasError := doc.get("error")
 	m, err := jsonrpc.DecodeMessage(line)
 	if _, response := m.(*jsonrpc.Response); err != nil || response && hasResult == hasError {
-		c.reply(rawID, jsonrpc.CodeInvalidRequest, "invalid request: not a JSON-RPC 2.0 message")
-		return nil
+		return refuse(rawID, jsonrpc.CodeInvalidRequest, "invalid request: not a JSON-RPC 2.0 message")
 	}
 	req, ok := m.(*jsonrpc.Request)
 	if !ok || !req.IsCall() {
@@ -1266,14 +1266,11 @@ func (c *stdioConn) check(line []byte) jsonrpc.Message {
 	stateless := version.kind == kindString && version.s >= multiRoundTrip // needs no initialize
 	switch {
 	case c.inFlight[req.ID]:
-		c.reply(rawID, jsonrpc.CodeInvalidRequest, "invalid request: a request with this id is still in flight")
-		return nil
+		return refuse(rawID, jsonrpc.CodeInvalidRequest, "invalid request: a request with this id is still in flight")
 	case req.Method == "initialize" && c.initialized:
-		c.reply(rawID, jsonrpc.CodeInvalidRequest, "invalid request: the session is already initialized")
-		return nil
+		return refuse(rawID, jsonrpc.CodeInvalidRequest, "invalid request: the session is already initialized")
 	case !c.initialized && !stateless && !slices.Contains([]string{"initialize", "ping", "server/discover"}, req.Method):
-		c.reply(rawID, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: %s before initialize", quote(req.Method)))
-		return nil
+		return refuse(rawID, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: %s before initialize", quote(req.Method)))
 	case req.Method == "initialize":
 		// What follows the line is served in order, before its answer is
 		// written (SPEC §11: pipelined handshakes).
