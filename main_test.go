@@ -4070,3 +4070,976 @@ func BenchmarkRealNetBox(b *testing.B) {
 		})
 	}
 }
+
+// ---- issue 17: no caller can stall another, refusals that say why, the
+// operators' view (readyz, trusted proxies) ----
+
+// rawRequest opens a connection to the server at addr and writes head, a
+// request's line and headers, as a client that may never send its body.
+func rawRequest(t *testing.T, addr, head string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := io.WriteString(c, head); err != nil {
+		t.Fatal(err)
+	}
+	return c, bufio.NewReader(c)
+}
+
+// statusLine reads the status line of the next response on c, waiting at
+// most d.
+func statusLine(t *testing.T, c net.Conn, r *bufio.Reader, d time.Duration) string {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(d))
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return fmt.Sprintf("no answer within %v (%v)", d, err)
+	}
+	return strings.TrimSpace(line)
+}
+
+// TestHTTPSilentUploadsStallNoOne: SPEC §11, bytes are charged as they
+// arrive: two callers that send the headers of POST /mcp with a made-up but
+// well-formed token and Content-Length: 4194304, and never the body, hold
+// nothing, and a small call of another caller is answered while they hang
+// (issue 17: it waited 9.5 s for their 10 s body timeout). Each upload asks
+// for 100 Continue, so the test knows that the server is reading its body.
+func TestHTTPSilentUploadsStallNoOne(t *testing.T) {
+	t.Parallel()
+	f := newInvNetBox(t)
+	f.setToken("")
+	srv := httpBridge(t, f, false, "", io.Discard)
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	type upload struct {
+		c net.Conn
+		r *bufio.Reader
+	}
+	var uploads []upload
+	for range 2 {
+		c, r := rawRequest(t, addr, "POST /mcp HTTP/1.1\r\nHost: "+addr+"\r\nAuthorization: Bearer nbt_k1.s1\r\n"+
+			"Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\n"+
+			"Expect: 100-continue\r\nContent-Length: 4194304\r\n\r\n")
+		if line := statusLine(t, c, r, 10*time.Second); !strings.HasPrefix(line, "HTTP/1.1 100") {
+			t.Fatalf("a silent upload: %q, want 100 Continue (the server reading its body)", line)
+		}
+		r.ReadString('\n') // the blank line after 100 Continue
+		uploads = append(uploads, upload{c, r})
+	}
+	start := time.Now()
+	cs := httpSession(t, srv.URL, "Bearer nbt_other.s2", protocolVersions[0])
+	list := call(t, cs, "plugin_list_tools", map[string]any{"plugin": "inv"})
+	read := callInv(t, cs, "search", map[string]any{})
+	elapsed := time.Since(start)
+	if list.isError || read.isError || read.doc["status"] != 200.0 {
+		t.Errorf("another caller's calls while two uploads hang: %s / %s", list.text, read.text)
+	}
+	for i, u := range uploads { // still hanging: the call did not wait them out
+		if line := statusLine(t, u.c, u.r, 50*time.Millisecond); !strings.HasPrefix(line, "no answer") {
+			t.Errorf("upload %d was answered %q before the other caller's call was: the call waited for it", i, line)
+		}
+	}
+	// A liveness bound, not a performance claim: far below the 10 s body
+	// timeout the old code made the call wait.
+	if elapsed > 5*time.Second {
+		t.Errorf("another caller's session and two calls took %v while two uploads hung", elapsed)
+	}
+}
+
+// TestHTTPOversizeDeclaredAtOnce: SPEC §11, §14, a declared Content-Length
+// over the 4 MiB limit is refused 413 before any body byte is read, not 408
+// after the 10 s body timeout (issue 17).
+func TestHTTPOversizeDeclaredAtOnce(t *testing.T) {
+	t.Parallel()
+	f := newInvNetBox(t)
+	f.setToken("")
+	srv := httpBridge(t, f, false, "", io.Discard)
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	c, r := rawRequest(t, addr, "POST /mcp HTTP/1.1\r\nHost: "+addr+"\r\nAuthorization: Bearer nbt_k1.s1\r\n"+
+		"Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 4194305\r\n\r\n")
+	if line := statusLine(t, c, r, 8*time.Second); !strings.HasPrefix(line, "HTTP/1.1 413") {
+		t.Errorf("Content-Length 4194305 and no body: %q, want 413 at once", line)
+	}
+}
+
+// TestHTTPAccessLogClipsTheMethod: SPEC §14, the access record clips the
+// method to 16 characters: a 200,000-byte method from an unauthenticated
+// caller makes a small record (issue 17: a 200 KB one).
+func TestHTTPAccessLogClipsTheMethod(t *testing.T) {
+	t.Parallel()
+	var log syncBuffer
+	srv := httpBridge(t, newInvNetBox(t), false, "", &log)
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	method := strings.Repeat("M", 200000)
+	c, r := rawRequest(t, addr, method+" /mcp HTTP/1.1\r\nHost: "+addr+"\r\n\r\n")
+	if line := statusLine(t, c, r, 10*time.Second); !strings.HasPrefix(line, "HTTP/1.1 401") {
+		t.Fatalf("a 200,000-byte method: %q, want 401", line)
+	}
+	c.Close()
+	srv.Close() // waits for the handler, which logs after answering
+	var found bool
+	for line := range strings.Lines(log.String()) {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q: %v", clip(line, 200), err)
+		}
+		if rec["msg"] != "http" {
+			continue
+		}
+		found = true
+		logged, _ := rec["method"].(string)
+		kept := strings.TrimSuffix(logged, "…") // the clip's marker is not the method's
+		if len([]rune(kept)) > 16 || !strings.HasPrefix(method, kept) || len(line) > 1024 {
+			t.Errorf("access record of %d bytes with method %q (%d characters of it): want at most 16", len(line), clip(logged, 40), len(kept))
+		}
+	}
+	if !found {
+		t.Errorf("no access record:\n%s", clip(log.String(), 400))
+	}
+}
+
+// TestHTTPRefusalsSayWhy: SPEC §14, a 401 says why in its body, one line:
+// no Authorization; a v2 token sent with Token or a v1 token sent with
+// Bearer, with the form to use; a malformed token; a wrong MCP bearer
+// token. A 403 for a Host or an Origin names the header and its value, in
+// the body and in the access record. No body shows a token.
+func TestHTTPRefusalsSayWhy(t *testing.T) {
+	t.Parallel()
+	f := newInvNetBox(t)
+	var log syncBuffer
+	caller := httpBridge(t, f, false, "", &log)
+	shared := httpBridge(t, f, true, "mcp-"+secret, io.Discard)
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	v1 := "0123456789" + secret + "abcdefghijklmnopqrstu" // 40 letters and digits
+	for _, c := range []struct {
+		url, auth     string
+		want, notWant []string // in the body, case-insensitive
+	}{
+		{caller.URL, "", []string{"no Authorization"}, nil},
+		{caller.URL, "Token nbt_k1." + secret, []string{"v2", "Bearer nbt_"}, []string{"malformed"}},
+		{caller.URL, "Bearer " + v1, []string{"v1", "Token "}, []string{"malformed"}},
+		{caller.URL, "Bearer abc" + secret, []string{"malformed"}, nil},
+		{caller.URL, "Token " + secret, []string{"malformed"}, nil},
+		{shared.URL, "", []string{"no Authorization"}, nil},
+		{shared.URL, "Bearer wrong-" + secret, []string{"MCP bearer token"}, []string{"no Authorization"}},
+	} {
+		h := http.Header{}
+		if c.auth != "" {
+			h.Set("Authorization", c.auth)
+		}
+		resp := postMCP(t, c.url, h, ping)
+		body, _ := io.ReadAll(resp.Body)
+		name := fmt.Sprintf("Authorization %q", clip(c.auth, 12))
+		if resp.StatusCode != http.StatusUnauthorized || strings.Count(string(body), "\n") != 1 || !strings.HasSuffix(string(body), "\n") {
+			t.Errorf("%s: %d %q, want 401 and one line", name, resp.StatusCode, body)
+		}
+		lower := strings.ToLower(string(body))
+		for _, want := range c.want {
+			if !strings.Contains(lower, strings.ToLower(want)) {
+				t.Errorf("%s: the 401 says %q; want it to say %q", name, body, want)
+			}
+		}
+		for _, not := range c.notWant {
+			if strings.Contains(lower, strings.ToLower(not)) {
+				t.Errorf("%s: the 401 says %q; it is not %q", name, body, not)
+			}
+		}
+		if strings.Contains(string(body), secret) {
+			t.Errorf("%s: the 401 shows the token: %q", name, body)
+		}
+	}
+
+	// 403: an Origin, and a Host on a loopback address.
+	for _, c := range []struct {
+		header, value string
+	}{{"Origin", "https://evil.example"}, {"Host", "evil.example"}} {
+		req, _ := http.NewRequest(http.MethodPost, caller.URL+"/mcp", strings.NewReader(ping))
+		req.Header.Set("Authorization", "Bearer nbt_k1.s1")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if c.header == "Host" {
+			req.Host = c.value
+		} else {
+			req.Header.Set("Origin", c.value)
+			req.Header.Set("Sec-Fetch-Site", "cross-site")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), c.header) || !strings.Contains(string(body), c.value) {
+			t.Errorf("%s %s: %d %q, want 403 naming the header and its value", c.header, c.value, resp.StatusCode, body)
+		}
+	}
+	caller.Close() // every access record is written
+	refused := map[string]bool{}
+	for line := range strings.Lines(log.String()) {
+		var rec map[string]any
+		json.Unmarshal([]byte(line), &rec)
+		why, _ := rec["error"].(string)
+		if rec["msg"] == "http" && rec["status"] == 403.0 {
+			for _, c := range []struct{ header, value string }{{"Origin", "https://evil.example"}, {"Host", "evil.example"}} {
+				refused[c.header] = refused[c.header] || strings.Contains(why, c.header) && strings.Contains(why, c.value)
+			}
+		}
+	}
+	if !refused["Origin"] || !refused["Host"] {
+		t.Errorf("the access records of the 403s do not name the header and value (Origin %v, Host %v):\n%s", refused["Origin"], refused["Host"], log.String())
+	}
+}
+
+// startServeAt starts the release binary's serve with args and env, which
+// make it listen at addr, and waits until addr answers /healthz.
+func startServeAt(t *testing.T, env []string, addr string, client *http.Client, scheme string, args ...string) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
+	cmd := exec.Command(releaseBinary(t), append([]string{"serve"}, args...)...)
+	cmd.Env = append(env, "HOME="+t.TempDir(), "PATH="+os.Getenv("PATH"))
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if resp, err := client.Get(scheme + "://" + addr + "/healthz"); err == nil {
+			resp.Body.Close()
+			return cmd, stderr
+		}
+	}
+	t.Fatalf("serve %v never answered /healthz at %s:\n%s", args, addr, stderr.String())
+	return nil, nil
+}
+
+// stopServe stops a serve process with SIGTERM and waits for it, so that
+// every record it logs is written.
+func stopServe(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("serve exited: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("serve still running 10 s after SIGTERM")
+	}
+}
+
+// jsonRecords parses JSON log lines.
+func jsonRecords(t *testing.T, log string) []map[string]any {
+	t.Helper()
+	var recs []map[string]any
+	for line := range strings.Lines(log) {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q is not JSON: %v", clip(line, 200), err)
+		}
+		recs = append(recs, rec)
+	}
+	return recs
+}
+
+// getText GETs url and returns the status and the body.
+func getText(t *testing.T, client *http.Client, url string) (int, string) {
+	t.Helper()
+	resp, err := client.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// TestHTTPReadyz: SPEC §14, /readyz answers 200 "ready" on a replica that
+// can serve, and 503 with one line naming what is missing on one that
+// cannot: no NetBox URL, or a write policy that does not parse. /healthz
+// stays 200 "ok" there.
+func TestHTTPReadyz(t *testing.T) {
+	t.Parallel()
+	f := newInvNetBox(t)
+	for _, c := range []struct {
+		env     []string
+		status  int
+		missing string
+	}{
+		{[]string{"NETBOX_URL=" + f.URL}, 200, ""},
+		{nil, 503, "NETBOX_URL"},
+		{[]string{"NETBOX_URL=" + f.URL, "NETBOX_MCP_ALLOW_MUTATIONS=proxbox"}, 503, "NETBOX_MCP_ALLOW_MUTATIONS"},
+	} {
+		addr := freeAddr(t)
+		cmd, _ := startHTTPServe(t, c.env, addr, http.DefaultClient, "http")
+		status, body := getText(t, http.DefaultClient, "http://"+addr+"/readyz")
+		switch {
+		case c.status == 200 && (status != 200 || strings.TrimSpace(body) != "ready"):
+			t.Errorf("%v: /readyz %d %q, want 200 ready", c.env, status, body)
+		case c.status == 503 && (status != 503 || strings.Count(body, "\n") != 1 || !strings.Contains(body, c.missing)):
+			t.Errorf("%v: /readyz %d %q, want 503 and one line naming %s", c.env, status, body, c.missing)
+		}
+		if status, body := getText(t, http.DefaultClient, "http://"+addr+"/healthz"); status != 200 || body != "ok" {
+			t.Errorf("%v: /healthz %d %q, want 200 ok", c.env, status, body)
+		}
+		stopServe(t, cmd)
+	}
+}
+
+// TestHTTPTrustedProxies: SPEC §13, §14, with the peer in a
+// --trusted-proxies range (or NETBOX_MCP_TRUSTED_PROXIES) the audit and the
+// access record name as remote the right-most untrusted X-Forwarded-For
+// address, never a forged left-most one, and the peer as peer; without
+// them X-Forwarded-For is ignored: remote is the peer, and there is no
+// peer field.
+func TestHTTPTrustedProxies(t *testing.T) {
+	t.Parallel()
+	f := newInvNetBox(t)
+	f.setToken("")
+	env := []string{"NETBOX_URL=" + f.URL, "NETBOX_MCP_ALLOW_MUTATIONS=1"}
+	for _, c := range []struct {
+		name string
+		env  []string
+		args []string
+	}{
+		{"--trusted-proxies", env, []string{"--trusted-proxies", "127.0.0.0/8,10.0.0.0/8"}},
+		{"NETBOX_MCP_TRUSTED_PROXIES", append(env, "NETBOX_MCP_TRUSTED_PROXIES=127.0.0.0/8, 10.0.0.0/8"), nil},
+		{"neither", env, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			addr := freeAddr(t)
+			cmd, stderr := startHTTPServe(t, c.env, addr, http.DefaultClient, "http", append(c.args, "--log-format", "json")...)
+			// The caller 203.0.113.7 forged 6.6.6.6; the proxies 10.1.2.3
+			// and the peer appended what they saw.
+			h := http.Header{"Authorization": {"Bearer nbt_k1.s1"}, "X-Forwarded-For": {"6.6.6.6, 203.0.113.7", "10.1.2.3"}}
+			resp := postMCP(t, "http://"+addr, h, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"plugin_call_tool",`+
+				`"arguments":{"plugin":"inv","tool":"create","arguments":{"name":"x"}}}}`)
+			if body, _ := io.ReadAll(resp.Body); !strings.Contains(string(body), `\"status\":201`) {
+				t.Fatalf("the write: %d %s", resp.StatusCode, body)
+			}
+			stopServe(t, cmd)
+			var audit, access int
+			for _, rec := range jsonRecords(t, stderr.String()) {
+				if rec["msg"] != "write" && (rec["msg"] != "http" || rec["path"] != "/mcp") {
+					continue
+				}
+				if rec["msg"] == "write" {
+					audit++
+				} else {
+					access++
+				}
+				peer, _ := rec["peer"].(string)
+				remote, _ := rec["remote"].(string)
+				if c.name == "neither" {
+					if !strings.HasPrefix(remote, "127.0.0.1:") || rec["peer"] != nil {
+						t.Errorf("without trusted proxies: remote %q, peer %v; want the peer as remote and no peer field: %v", remote, rec["peer"], rec)
+					}
+					continue
+				}
+				if remote != "203.0.113.7" || !strings.HasPrefix(peer, "127.0.0.1:") {
+					t.Errorf("behind trusted proxies: remote %q, peer %q; want 203.0.113.7 and the peer: %v", remote, peer, rec)
+				}
+			}
+			if audit != 1 || access != 1 {
+				t.Errorf("%d audit and %d access records of the write, want 1 and 1:\n%s", audit, access, stderr.String())
+			}
+		})
+	}
+}
+
+// TestSlowReadsStallNoOne: SPEC §11, a NetBox body holds only what has
+// arrived: while caller A has 34 reads whose target drips its body
+// (chunked, a byte now and then, never ending until the test lets it),
+// caller B's plugin_list_tools of the plugin and a read of another plugin
+// are answered, and A's reads are still dripping then (issue 17: each
+// chunked body reserved 256 KiB of the 8 MiB budget while it streamed, and
+// B waited until A's requests timed out).
+func TestSlowReadsStallNoOne(t *testing.T) {
+	t.Parallel()
+	const slow = 34
+	f := newInvNetBox(t)
+	f.setToken("")
+	f.setChunked(true) // every body streams without Content-Length
+	f.addPlugin("other", readTool("list"))
+	f.handle("/api/plugins/other/list/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, `{"count": 1}`, true)
+	})
+	release := make(chan struct{})
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	dripping := make(chan struct{}, slow)
+	f.handle(searchPath, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, "{")
+		w.(http.Flusher).Flush()
+		dripping <- struct{}{}
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-release:
+				io.WriteString(w, `"count": 1}`)
+				return
+			case <-r.Context().Done():
+				return
+			case <-tick.C:
+				io.WriteString(w, " ")
+				w.(http.Flusher).Flush()
+			}
+		}
+	})
+	srv := httpBridge(t, f, false, "", io.Discard)
+	a := httpSession(t, srv.URL, "Bearer nbt_alice.s1", protocolVersions[0])
+	var done atomic.Int32
+	results := make(chan *mcp.CallToolResult, slow)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for range slow {
+		go func() {
+			res, err := a.CallTool(ctx, &mcp.CallToolParams{Name: "plugin_call_tool", Arguments: map[string]any{"plugin": "inv", "tool": "search"}})
+			done.Add(1)
+			if err != nil {
+				res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
+			}
+			results <- res
+		}()
+	}
+	for i := range slow {
+		select {
+		case <-dripping:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d of caller A's %d slow reads reached NetBox within 10 s", i, slow)
+		}
+	}
+	start := time.Now()
+	b := httpSession(t, srv.URL, "Bearer nbt_bob.s2", protocolVersions[0])
+	for range 3 { // the slow bodies have surely reached the bridge by the later calls
+		if r := call(t, b, "plugin_list_tools", map[string]any{"plugin": "inv"}); r.isError {
+			t.Errorf("caller B's plugin_list_tools while A's reads drip: %s", r.text)
+		}
+		if r := call(t, b, "plugin_call_tool", map[string]any{"plugin": "other", "tool": "list"}); r.isError || r.doc["status"] != 200.0 {
+			t.Errorf("caller B's read of another plugin while A's reads drip: %s", r.text)
+		}
+	}
+	elapsed := time.Since(start)
+	if n := done.Load(); n != 0 {
+		t.Errorf("%d of caller A's slow reads ended before caller B was answered; they drip until released", n)
+	}
+	// A liveness bound, not a performance claim: B did not wait for A.
+	if elapsed > 5*time.Second {
+		t.Errorf("caller B's session and six calls took %v while A's reads dripped", elapsed)
+	}
+	close(release)
+	for range slow {
+		select {
+		case res := <-results:
+			if res.IsError {
+				t.Errorf("one of caller A's slow reads: %v", res.Content[0].(*mcp.TextContent).Text)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("caller A's reads did not end within 20 s of their bodies' end")
+		}
+	}
+}
+
+// ---- issue 19: the operator's stumbles ----
+
+// binaryExit runs the release binary with args and env and returns its
+// exit code and stderr; a binary that keeps running is killed after 10 s.
+func binaryExit(t *testing.T, env []string, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, releaseBinary(t), args...)
+	cmd.Env = append(env, "HOME="+t.TempDir())
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Errorf("%v: still running after 10 s", args)
+	}
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatal(err)
+	}
+	return cmd.ProcessState.ExitCode(), stderr.String()
+}
+
+// TestServeBarePort: serve --http 18082 (a bare port) is a usage error whose
+// line says how to write the address (issue 19).
+func TestServeBarePort(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		env  []string
+		name string
+	}{
+		{[]string{"serve", "--http", "18082"}, []string{"NETBOX_URL=https://netbox.example.com"}, "--http"},
+		{[]string{"serve"}, []string{"NETBOX_URL=https://netbox.example.com", "NETBOX_MCP_HTTP=18082"}, "NETBOX_MCP_HTTP"},
+	} {
+		code, stderr := binaryExit(t, c.env, c.args...)
+		if code != 2 || !strings.Contains(stderr, c.name) || !strings.Contains(stderr, ":18082") && !strings.Contains(stderr, "127.0.0.1:18082") {
+			t.Errorf("%v %v: exit %d, %q; want exit 2 and :18082 or 127.0.0.1:18082, naming %s", c.args, c.env, code, stderr, c.name)
+		}
+		oneLine(t, stderr, "18082")
+	}
+}
+
+// cliSession is the command line's serve run in-process on pipes, under a
+// test environment, with an initialized MCP session on them.
+type cliSession struct {
+	*stdioSession
+	stderr *syncBuffer
+	code   chan int
+}
+
+func startCLISession(t *testing.T, vars map[string]string, args ...string) *cliSession {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	s := &cliSession{stdioSession: &stdioSession{t: t, in: inW, replies: make(chan map[string]any, 16)}, stderr: &syncBuffer{}, code: make(chan int, 1)}
+	env := testEnv(t.TempDir(), vars)
+	go func() {
+		code := run(append([]string{"serve"}, args...), inR, outW, s.stderr, env)
+		inR.CloseWithError(io.ErrClosedPipe) // a serve that ended takes no more lines
+		outW.Close()
+		s.code <- code
+	}()
+	go func() {
+		lines := bufio.NewScanner(outR)
+		lines.Buffer(nil, 4<<20)
+		for lines.Scan() {
+			var msg map[string]any
+			if err := json.Unmarshal(lines.Bytes(), &msg); err != nil {
+				t.Errorf("reply %q is not JSON: %v", lines.Bytes(), err)
+			}
+			s.replies <- msg
+		}
+	}()
+	t.Cleanup(func() { s.end() })
+	s.send(initializeLine)
+	if r := s.reply(); r["result"] == nil {
+		t.Fatalf("serve %v: initialize: %v\n%s", args, r, s.stderr.String())
+	}
+	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return s
+}
+
+// end closes stdin and returns serve's exit code.
+func (s *cliSession) end() int {
+	s.in.Close()
+	select {
+	case code := <-s.code:
+		s.code <- code
+		return code
+	case <-time.After(10 * time.Second):
+		s.t.Fatal("serve did not end within 10 s of stdin's end")
+		return -1
+	}
+}
+
+// callTool calls a tool and returns its structured content and text.
+func (s *cliSession) callTool(tool string, args map[string]any) (isError bool, doc map[string]any, text string) {
+	s.t.Helper()
+	raw, _ := json.Marshal(args)
+	s.send(toolCall(7, tool, string(raw)))
+	r := s.reply()
+	res, _ := r["result"].(map[string]any)
+	if res == nil {
+		s.t.Fatalf("%s: %v", tool, r)
+	}
+	doc, _ = res["structuredContent"].(map[string]any)
+	content, _ := res["content"].([]any)
+	if len(content) == 1 {
+		text, _ = content[0].(map[string]any)["text"].(string)
+	}
+	return res["isError"] == true, doc, text
+}
+
+func errorCode(doc map[string]any) string {
+	e, _ := doc["error"].(map[string]any)
+	code, _ := e["code"].(string)
+	return code
+}
+
+// serveExit runs serve in-process with stdin already ended and returns its
+// exit code and stderr.
+func serveExit(t *testing.T, vars map[string]string, args ...string) (int, string) {
+	t.Helper()
+	var stdout, stderr strings.Builder
+	code := run(append([]string{"serve"}, args...), strings.NewReader(""), &stdout, &stderr, testEnv(t.TempDir(), vars))
+	if stdout.Len() != 0 {
+		t.Errorf("serve %v wrote to stdout: %q", args, stdout.String())
+	}
+	return code, stderr.String()
+}
+
+// TestFlagVariables: issue 19, every flag a container sets works as an
+// environment variable (SPEC §2: flags, then the environment); the command
+// line wins over the variable, and an error in a variable's value names the
+// variable. The HTTP ones (NETBOX_MCP_HTTP, NETBOX_MCP_TLS_*,
+// NETBOX_MCP_TRUSTED_PROXIES, NETBOX_MCP_AUDIT_FILE, NETBOX_MCP_LOG_LEVEL)
+// are also served in TestHealthcheck, TestHTTPTrustedProxies, TestAuditFile
+// and TestLogLevel.
+func TestFlagVariables(t *testing.T) {
+	t.Parallel()
+	f := newInvNetBox(t)
+	f.setToken("")
+	serveBranches(f, map[string]string{"review": "ready", "other": "ready"})
+	netbox := map[string]string{"NETBOX_URL": f.URL, "NETBOX_TOKEN": fakeToken}
+	with := func(kv ...string) map[string]string {
+		vars := map[string]string{}
+		for k, v := range netbox {
+			vars[k] = v
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			vars[kv[i]] = kv[i+1]
+		}
+		return vars
+	}
+	dir := t.TempDir()
+
+	// A bad value in a variable: exit 2, one line naming the variable.
+	for _, c := range []struct{ variable, value string }{
+		{"NETBOX_MCP_LOG_FORMAT", "xml"},
+		{"NETBOX_MCP_LOG_LEVEL", "bogus"},
+		{"NETBOX_MCP_NO_CALL_TOKEN", "maybe"},
+		{"NETBOX_MCP_BRANCH_ONLY", "maybe"},
+		{"NETBOX_MCP_AUDIT_FILE", filepath.Join(dir, "no", "such", "dir", "audit.log")},
+	} {
+		code, stderr := serveExit(t, with(c.variable, c.value))
+		if code != 2 || !strings.Contains(stderr, c.variable) {
+			t.Errorf("%s=%s: exit %d, %q; want exit 2 naming %s", c.variable, c.value, code, stderr, c.variable)
+		}
+	}
+	for _, c := range []struct {
+		env  []string
+		name string
+	}{ // a serve --http that does start would not end: the release binary, killed if need be
+		{[]string{"NETBOX_MCP_HTTP=" + freeAddr(t), "NETBOX_MCP_TRUSTED_PROXIES=bogus"}, "NETBOX_MCP_TRUSTED_PROXIES"},
+		{[]string{"NETBOX_MCP_HTTP=" + freeAddr(t), "NETBOX_MCP_TLS_CERT=" + filepath.Join(dir, "none.pem"), "NETBOX_MCP_TLS_KEY=" + filepath.Join(dir, "none.key")}, "NETBOX_MCP_TLS_CERT"},
+	} {
+		code, stderr := binaryExit(t, append(c.env, "NETBOX_URL="+f.URL), "serve")
+		if code != 2 || !strings.Contains(stderr, c.name) {
+			t.Errorf("%v: exit %d, %q; want exit 2 naming %s", c.env, code, stderr, c.name)
+		}
+	}
+	// The command line wins over a bad variable.
+	for _, c := range []struct {
+		variable, value, flag string
+	}{
+		{"NETBOX_MCP_LOG_FORMAT", "xml", "--log-format=text"},
+		{"NETBOX_MCP_LOG_LEVEL", "bogus", "--log-level=info"},
+		{"NETBOX_MCP_NO_CALL_TOKEN", "maybe", "--no-call-token=false"},
+		{"NETBOX_MCP_BRANCH_ONLY", "maybe", "--branch-only=false"},
+		{"NETBOX_MCP_AUDIT_FILE", filepath.Join(dir, "no", "such", "dir", "audit.log"), "--audit-file=" + filepath.Join(dir, "audit.log")},
+	} {
+		if code, stderr := serveExit(t, with(c.variable, c.value), c.flag); code != 0 {
+			t.Errorf("%s=%s with %s: exit %d, %q; want the flag to win", c.variable, c.value, c.flag, code, stderr)
+		}
+	}
+
+	// The log format and level.
+	_, stderr := serveExit(t, with("NETBOX_MCP_LOG_FORMAT", "json"))
+	jsonRecords(t, stderr) // every line is JSON
+	if _, stderr := serveExit(t, with("NETBOX_MCP_LOG_FORMAT", "json"), "--log-format", "text"); !strings.Contains(stderr, "level=INFO") {
+		t.Errorf("NETBOX_MCP_LOG_FORMAT=json with --log-format text: %q, want text records", stderr)
+	}
+	if _, stderr := serveExit(t, with("NETBOX_MCP_LOG_LEVEL", "warn")); strings.Contains(stderr, "level=INFO") {
+		t.Errorf("NETBOX_MCP_LOG_LEVEL=warn: %q, want no info record", stderr)
+	}
+	if _, stderr := serveExit(t, with("NETBOX_MCP_LOG_LEVEL", "warn"), "--log-level", "info"); !strings.Contains(stderr, "level=INFO") {
+		t.Errorf("NETBOX_MCP_LOG_LEVEL=warn with --log-level info: %q, want the info record of the end of stdin", stderr)
+	}
+
+	// The confirmation mode: this client cannot ask a human.
+	create := map[string]any{"plugin": "inv", "tool": "create", "arguments": map[string]any{"name": "x"}}
+	s := startCLISession(t, with("NETBOX_MCP_ALLOW_MUTATIONS", "1", "NETBOX_MCP_CONFIRM", "writes"))
+	if _, doc, text := s.callTool("plugin_call_tool", create); errorCode(doc) != "not_confirmed" {
+		t.Errorf("NETBOX_MCP_CONFIRM=writes: a write answered %q, want not_confirmed", text)
+	}
+	s = startCLISession(t, with("NETBOX_MCP_ALLOW_MUTATIONS", "1", "NETBOX_MCP_CONFIRM", "writes"), "--confirm", "off")
+	if isError, _, text := s.callTool("plugin_call_tool", create); isError {
+		t.Errorf("NETBOX_MCP_CONFIRM=writes with --confirm off: %q, want the write sent", text)
+	}
+	s = startCLISession(t, with("NETBOX_MCP_ALLOW_MUTATIONS", "1", "NETBOX_MCP_CONFIRM", "bogus"))
+	if _, doc, text := s.callTool("plugin_call_tool", create); errorCode(doc) != "config_error" || !strings.Contains(text, "NETBOX_MCP_CONFIRM") {
+		t.Errorf("NETBOX_MCP_CONFIRM=bogus: %q, want config_error naming NETBOX_MCP_CONFIRM", text)
+	}
+
+	// The branch, and writes only into a branch.
+	search := map[string]any{"plugin": "inv", "tool": "search", "dry_run": true}
+	s = startCLISession(t, with("NETBOX_BRANCH", "review"))
+	if _, doc, text := s.callTool("plugin_call_tool", search); doc["branch"] != "review" {
+		t.Errorf("NETBOX_BRANCH=review: the dry run %q, want it in branch review", text)
+	}
+	s = startCLISession(t, with("NETBOX_BRANCH", "review"), "--branch", "other")
+	if _, doc, text := s.callTool("plugin_call_tool", search); doc["branch"] != "other" {
+		t.Errorf("NETBOX_BRANCH=review with --branch other: the dry run %q, want it in branch other", text)
+	}
+	s = startCLISession(t, with("NETBOX_MCP_ALLOW_MUTATIONS", "1", "NETBOX_MCP_BRANCH_ONLY", "1"))
+	if _, doc, text := s.callTool("plugin_call_tool", create); errorCode(doc) != "branch_required" {
+		t.Errorf("NETBOX_MCP_BRANCH_ONLY=1: a write answered %q, want branch_required", text)
+	}
+	s = startCLISession(t, with("NETBOX_MCP_ALLOW_MUTATIONS", "1", "NETBOX_MCP_BRANCH_ONLY", "1"), "--branch-only=false")
+	if isError, _, text := s.callTool("plugin_call_tool", create); isError {
+		t.Errorf("NETBOX_MCP_BRANCH_ONLY=1 with --branch-only=false: %q, want the write sent", text)
+	}
+}
+
+// TestNoCallToken: issue 19, --no-call-token (or NETBOX_MCP_NO_CALL_TOKEN=1)
+// refuses a per-call token with invalid_request and sends nothing to
+// NetBox; without it a per-call token is what NetBox sees. The token
+// property tells a model it is for a token the user gave for this call.
+func TestNoCallToken(t *testing.T) {
+	t.Parallel()
+	f := newInvNetBox(t)
+	f.setToken("")
+	netbox := map[string]string{"NETBOX_URL": f.URL, "NETBOX_TOKEN": fakeToken}
+	withVar := map[string]string{"NETBOX_URL": f.URL, "NETBOX_TOKEN": fakeToken, "NETBOX_MCP_NO_CALL_TOKEN": "1"}
+	const perCall = "nbt_callkey." + secret
+	calls := []struct {
+		tool string
+		args map[string]any
+	}{
+		{"plugin_call_tool", map[string]any{"plugin": "inv", "tool": "search", "token": perCall}},
+		{"plugin_list_tools", map[string]any{"plugin": "inv", "token": perCall}},
+		{"plugin_list_tools", map[string]any{"token": perCall}},
+	}
+	for _, c := range []struct {
+		name    string
+		vars    map[string]string
+		args    []string
+		refused bool
+	}{
+		{"--no-call-token", netbox, []string{"--no-call-token"}, true},
+		{"NETBOX_MCP_NO_CALL_TOKEN=1", withVar, nil, true},
+		{"NETBOX_MCP_NO_CALL_TOKEN=1 with --no-call-token=false", withVar, []string{"--no-call-token=false"}, false},
+		{"neither", netbox, nil, false},
+	} {
+		s := startCLISession(t, c.vars, c.args...)
+		for _, call := range calls {
+			before := f.totalRequests()
+			isError, doc, text := s.callTool(call.tool, call.args)
+			sent := f.requestLog()[before:]
+			if c.refused {
+				e, _ := doc["error"].(map[string]any)
+				if errorCode(doc) != "invalid_request" || e["dispatched"] != false || len(sent) != 0 {
+					t.Errorf("%s: %s %v: %q, %d NetBox requests; want invalid_request and nothing sent", c.name, call.tool, call.args, text, len(sent))
+				}
+				continue
+			}
+			if isError || len(sent) == 0 {
+				t.Errorf("%s: %s with a per-call token: %q", c.name, call.tool, text)
+			}
+			for _, r := range sent {
+				if got := r.header.Get("Authorization"); got != "Bearer "+perCall {
+					t.Errorf("%s: %s %s carried %q, want the per-call token", c.name, r.method, r.path, clip(got, 20))
+				}
+			}
+		}
+		s.end()
+	}
+	// The description of token, as a model reads it in tools/list.
+	s := startCLISession(t, netbox)
+	s.send(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
+	res, _ := s.reply()["result"].(map[string]any)
+	tools, _ := res["tools"].([]any)
+	if len(tools) != 2 {
+		t.Fatalf("tools/list: %v", res)
+	}
+	for _, tool := range tools {
+		tool, _ := tool.(map[string]any)
+		schema, _ := tool["inputSchema"].(map[string]any)
+		props, _ := schema["properties"].(map[string]any)
+		token, _ := props["token"].(map[string]any)
+		if d, _ := token["description"].(string); !strings.Contains(d, "the user gave for this call") {
+			t.Errorf("%s: the token description %q does not say it is for a token the user gave for this call", tool["name"], d)
+		}
+	}
+}
+
+// TestBadPluginSlugIsUsage: issue 19, scan --plugin and check --plugin with
+// something that is not a slug are usage errors, exit 2, not problems
+// (exit 1), against a NetBox that answers.
+func TestBadPluginSlugIsUsage(t *testing.T) {
+	t.Parallel()
+	f := newInvNetBox(t)
+	vars := map[string]string{"NETBOX_URL": f.URL, "NETBOX_TOKEN": fakeToken}
+	for _, args := range [][]string{{"scan", "--plugin", "Bad_Slug"}, {"scan", "--plugin", "Bad_Slug", "--json"}, {"check", "--plugin", "Bad_Slug"}} {
+		var stdout, stderr strings.Builder
+		code := run(args, strings.NewReader(""), &stdout, &stderr, testEnv(t.TempDir(), vars))
+		if code != 2 || !strings.Contains(stderr.String(), "Bad_Slug") {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 naming the slug", args, code, stderr.String())
+		}
+	}
+}
+
+// testTLSFiles writes a certificate for 127.0.0.1 and its key, and returns
+// their paths and a client that trusts the certificate.
+func testTLSFiles(t *testing.T) (certFile, keyFile string, client *http.Client) {
+	t.Helper()
+	cert := testCertificate(t)
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	keyDER, _ := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]}), 0o600)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600)
+	pool := x509.NewCertPool()
+	leaf, _ := x509.ParseCertificate(cert.Certificate[0])
+	pool.AddCert(leaf)
+	return certFile, keyFile, &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+}
+
+// TestHealthcheck: issue 19, healthcheck exits 0 against a ready serve
+// --http (plain, and HTTPS with --tls-cert and --tls-key), 1 against one
+// that is not ready (no NETBOX_URL) or when nothing listens; it reads the
+// address from --http or NETBOX_MCP_HTTP. The servers take their address
+// and TLS files from the variables, and a flag wins over a bad variable.
+func TestHealthcheck(t *testing.T) {
+	t.Parallel()
+	f := newInvNetBox(t)
+	certFile, keyFile, tlsClient := testTLSFiles(t)
+	plain, secure, notReady := freeAddr(t), freeAddr(t), freeAddr(t)
+	startServeAt(t, []string{"NETBOX_URL=" + f.URL, "NETBOX_MCP_HTTP=" + plain}, plain, http.DefaultClient, "http")
+	startServeAt(t, []string{"NETBOX_URL=" + f.URL, "NETBOX_MCP_HTTP=" + secure, "NETBOX_MCP_TLS_CERT=" + certFile, "NETBOX_MCP_TLS_KEY=" + keyFile},
+		secure, tlsClient, "https")
+	startServeAt(t, []string{"NETBOX_MCP_HTTP=18082"}, notReady, http.DefaultClient, "http", "--http", notReady)
+	_, plainPort, _ := net.SplitHostPort(plain)
+	for _, c := range []struct {
+		args []string
+		vars map[string]string
+		code int
+	}{
+		{[]string{"--http", plain}, nil, 0},
+		{nil, map[string]string{"NETBOX_MCP_HTTP": plain}, 0},
+		{nil, map[string]string{"NETBOX_MCP_HTTP": ":" + plainPort}, 0},
+		{[]string{"--http", plain}, map[string]string{"NETBOX_MCP_HTTP": freeAddr(t)}, 0},
+		{[]string{"--http", secure, "--tls-cert", certFile, "--tls-key", keyFile}, nil, 0},
+		{nil, map[string]string{"NETBOX_MCP_HTTP": secure, "NETBOX_MCP_TLS_CERT": certFile, "NETBOX_MCP_TLS_KEY": keyFile}, 0},
+		{[]string{"--http", notReady}, nil, 1},
+		{[]string{"--http", freeAddr(t)}, nil, 1},
+	} {
+		var stdout, stderr strings.Builder
+		if code := run(append([]string{"healthcheck"}, c.args...), strings.NewReader(""), &stdout, &stderr, testEnv(t.TempDir(), c.vars)); code != c.code {
+			t.Errorf("healthcheck %v %v: exit %d (%q %q), want %d", c.args, c.vars, code, stdout.String(), stderr.String(), c.code)
+		}
+	}
+}
+
+// TestLogLevel: issue 19, --log-level warn hides the info records (the
+// access log among them), but every write decision is still logged;
+// --log-level bogus is a usage error (exit 2).
+func TestLogLevel(t *testing.T) {
+	t.Parallel()
+	f := newInvNetBox(t)
+	f.setToken("")
+	addr := freeAddr(t)
+	cmd, stderr := startHTTPServe(t, []string{"NETBOX_URL=" + f.URL, "NETBOX_MCP_ALLOW_MUTATIONS=1"}, addr, http.DefaultClient, "http",
+		"--log-level", "warn", "--log-format", "json")
+	resp := postMCP(t, "http://"+addr, http.Header{"Authorization": {"Bearer nbt_k1.s1"}}, `{"jsonrpc":"2.0","id":1,"method":"tools/call",`+
+		`"params":{"name":"plugin_call_tool","arguments":{"plugin":"inv","tool":"create","arguments":{"name":"x"}}}}`)
+	if body, _ := io.ReadAll(resp.Body); !strings.Contains(string(body), `\"status\":201`) {
+		t.Fatalf("the write: %d %s", resp.StatusCode, body)
+	}
+	stopServe(t, cmd)
+	writes := 0
+	for _, rec := range jsonRecords(t, stderr.String()) {
+		switch {
+		case rec["msg"] == "write":
+			writes++
+		case rec["level"] == "INFO" || rec["level"] == "DEBUG":
+			t.Errorf("--log-level warn logged %v", rec)
+		}
+	}
+	if writes != 1 {
+		t.Errorf("--log-level warn: %d audit records of a write, want 1:\n%s", writes, stderr.String())
+	}
+	if code, stderr := serveExit(t, nil, "--log-level", "bogus"); code != 2 || !strings.Contains(stderr, "--log-level") {
+		t.Errorf("--log-level bogus: exit %d, %q; want exit 2 naming --log-level", code, stderr)
+	}
+}
+
+// TestAuditFile: issue 19, --audit-file FILE (or NETBOX_MCP_AUDIT_FILE)
+// appends one JSON line per write decision to FILE, created 0600 and never
+// truncated; each line tells itself apart from an access record (kind
+// "audit" against "access"), and the access log never goes there.
+func TestAuditFile(t *testing.T) {
+	t.Parallel()
+	f := newInvNetBox(t)
+	f.setToken("")
+	file := filepath.Join(t.TempDir(), "audit.jsonl")
+	h := http.Header{"Authorization": {"Bearer nbt_k1.s1"}}
+	callLine := func(tool string, args string, dryRun bool) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"plugin_call_tool","arguments":{"plugin":"inv","tool":%q,"arguments":%s,"dry_run":%t}}}`,
+			tool, args, dryRun)
+	}
+	var first []byte
+	for run, c := range []struct {
+		env    []string
+		args   []string
+		calls  []string
+		audits int // write decisions among the calls
+		lines  int // in the file after this run
+	}{ // a write, its dry run and a read; then a write refused
+		{[]string{"NETBOX_URL=" + f.URL, "NETBOX_MCP_ALLOW_MUTATIONS=1"}, []string{"--audit-file", file},
+			[]string{callLine("create", `{"name":"x"}`, false), callLine("create", `{"name":"y"}`, true), callLine("search", `{}`, false)}, 2, 2},
+		{[]string{"NETBOX_URL=" + f.URL, "NETBOX_MCP_AUDIT_FILE=" + file}, nil, []string{callLine("purge", `{}`, false)}, 1, 3},
+	} {
+		addr := freeAddr(t)
+		cmd, stderr := startHTTPServe(t, c.env, addr, http.DefaultClient, "http", append(c.args, "--log-format", "json")...)
+		for _, line := range c.calls {
+			resp := postMCP(t, "http://"+addr, h, line)
+			io.ReadAll(resp.Body)
+		}
+		getText(t, http.DefaultClient, "http://"+addr+"/healthz")
+		stopServe(t, cmd)
+		info, err := os.Stat(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Mode().Perm() != 0o600 {
+			t.Errorf("run %d: the audit file's mode is %v, want 0600", run, info.Mode().Perm())
+		}
+		data, _ := os.ReadFile(file)
+		recs := jsonRecords(t, string(data))
+		if len(recs) != c.lines {
+			t.Errorf("run %d: %d lines in the audit file, want %d:\n%s", run, len(recs), c.lines, data)
+		}
+		for _, rec := range recs {
+			if rec["kind"] != "audit" || rec["msg"] != "write" {
+				t.Errorf("run %d: the audit file holds %v; want only write decisions, kind audit", run, rec)
+			}
+		}
+		if run == 0 {
+			first = data
+		} else if !strings.HasPrefix(string(data), string(first)) {
+			t.Errorf("the second run did not append to the audit file:\n%s\nthen\n%s", first, data)
+		}
+		// The access records, on stderr, say kind access; the audit's there
+		// too, kind audit.
+		kinds := map[any]int{}
+		for _, rec := range jsonRecords(t, stderr.String()) {
+			if rec["msg"] == "http" || rec["msg"] == "write" {
+				kinds[rec["msg"].(string)+"/"+fmt.Sprint(rec["kind"])]++
+			}
+		}
+		if kinds["http/access"] < len(c.calls)+1 || kinds["write/audit"] != c.audits || len(kinds) != 2 {
+			t.Errorf("run %d: stderr records by msg/kind %v", run, kinds)
+		}
+	}
+}
