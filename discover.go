@@ -79,6 +79,10 @@ type catalog struct {
 	plugin   string
 	tools    []catalogTool
 	problems []scanProblem
+	rendered struct { // its result document, rendered once for every call that shares the scan
+		sync.Once
+		doc []byte
+	}
 }
 
 // bridgeError is the one error type of discovery and dispatch: a SPEC §9

@@ -343,7 +343,8 @@ func (b *bridge) listTools(ctx context.Context, req *mcp.CallToolRequest, a *cal
 	if err != nil {
 		return nil, err
 	}
-	return catalogDocument(cat, false), nil
+	cat.rendered.Do(func() { cat.rendered.doc = catalogDocument(cat, false) })
+	return cat.rendered.doc, nil
 }
 
 // progressSender sends a call's progress so that a slow client never slows
