@@ -9,8 +9,13 @@
 //	manifest.go   the bridge-v1 manifest and descriptor rules
 //	transport.go  the configuration of a NetBox and the one bounded HTTP client
 //	discover.go   discovery: the plugin list, roots and manifests
-//	tools.go      the two MCP tools, dispatch and the stdio session
-//	main.go       commands, flags, configuration sources and the demo NetBox
+//	tools.go      the two MCP tools, dispatch, the write policy, confirmation,
+//	              the audit and the stdio session
+//	main.go       commands and flags, configuration, serve and its HTTP front,
+//	              scan, check and check --plugin, the demo NetBox
+//
+// Each of the two large files is in sections, each headed "---- name ----";
+// the README's "Auditing" lists the safety core in reading order.
 package main
 
 import (
@@ -48,6 +53,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// ---- command line ----
 
 // usage is the one usage text of every command and help form.
 const usage = `netbox-plugin-bridge: NetBox plugin operations for MCP clients (bridge v1).
@@ -104,24 +111,16 @@ const (
 )
 
 func main() {
-	// SPEC §11: the process stays under 64 MiB. Its Go memory is held near
-	// memoryLimit, where the collector works harder instead of letting the
-	// heap double; GOMEMLIMIT and GOGC, when set, still decide.
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(memoryLimit)
-	}
-	if len(os.Args) > 1 && os.Args[1] == "scan" && os.Getenv("GOGC") == "" {
+	if len(os.Args) > 1 && os.Args[1] == "scan" && os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
 		// A scan is one-shot and its inputs are bounded (SPEC §3: 2 MiB of
-		// discovery bodies): it collects only near the limit, so a typical
-		// scan never stops for the collector.
+		// discovery bodies): it collects only near 40 MiB, so a typical scan
+		// never stops for the collector. serve needs no such setting: its
+		// bodies are bounded as they arrive (SPEC §11).
 		debug.SetGCPercent(-1)
+		debug.SetMemoryLimit(40 << 20)
 	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, osEnvironment()))
 }
-
-// memoryLimit is the Go memory (heap, stacks, runtime) at which the
-// collector runs however little the heap has grown.
-const memoryLimit = 40 << 20
 
 // commands are the commands, serve the default.
 var commands = []string{"serve", "scan", "check", "healthcheck", "version", "help"}
@@ -796,6 +795,17 @@ func runHealthcheck(o *options, stdout io.Writer) int {
 	return exitOK
 }
 
+// newLogger logs to w in the text or JSON form of log/slog.
+func newLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// ---- the HTTP front (SPEC §14) ----
+
 // HTTP bounds (SPEC §14).
 const (
 	httpBodyLimit = 4 << 20
@@ -1126,15 +1136,6 @@ func (r *statusRecorder) refuse(status int, reason string) {
 
 func (r *statusRecorder) Flush()                      { http.NewResponseController(r.ResponseWriter).Flush() }
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
-
-// newLogger logs to w in the text or JSON form of log/slog.
-func newLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: level}
-	if format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
-}
 
 // ---- scan ----
 
