@@ -174,7 +174,6 @@ func testClient(t testing.TB, cfg *config, edits ...func(*config)) *client {
 
 // Configuration edits for client, testClient and rawClient.
 func withTimeout(d time.Duration) func(*config) { return func(c *config) { c.timeout = d } }
-func withAuth(auth string) func(*config)        { return func(c *config) { c.auth = auth } }
 func insecureTLS(c *config)                     { c.insecure = true }
 
 // waitFor waits at most 10 s for ch to deliver or close.

@@ -281,10 +281,7 @@ func (ps *problems) checkInputSchema(v value, loc, method string) *schema {
 // deterministically as query parameters.
 func queryEncodable(s *schema) bool {
 	scalar := func(s *schema) bool { return s != nil && s.types != 0 && s.types&^scalarTypes == 0 }
-	if scalar(s) {
-		return true
-	}
-	return s.types&^typeNull == typeArray && scalar(s.items)
+	return scalar(s) || s.types&^typeNull == typeArray && scalar(s.items)
 }
 
 // checkToolPath applies the descriptor path rules: a fixed path relative to

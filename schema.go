@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/big"
@@ -83,6 +84,7 @@ type scanner struct {
 	memberCount int     // object members read
 	sizes       []int32 // when not nil, the size of each container read, in order
 	lim         limits
+	err         error // the syntax error more found
 
 	// build's state: the document as a string and the arenas its
 	// containers are cut from.
@@ -120,18 +122,28 @@ func (sc *scanner) errorf(format string, args ...any) error {
 		Message: fmt.Sprintf("invalid JSON at line %d, column %d (byte %d): ", line, column, sc.pos) + fmt.Sprintf(format, args...)}
 }
 
+// errorAt reports a syntax error at offset i, which becomes the current
+// position.
+func (sc *scanner) errorAt(i int, format string, args ...any) error {
+	sc.pos = i
+	return sc.errorf(format, args...)
+}
+
 // lineColumn is the 1-based line and column (in bytes) of offset in data.
 func lineColumn(data []byte, offset int) (line, column int) {
 	before := data[:min(offset, len(data))]
 	return bytes.Count(before, []byte("\n")) + 1, len(before) - bytes.LastIndexByte(before, '\n')
 }
 
+// space marks the bytes of JSON white space.
+var space = [256]bool{' ': true, '\t': true, '\n': true, '\r': true}
+
 // skip skips white space, and with separators the commas and colons that
 // build reads past.
 func (sc *scanner) skip(separators bool) {
 	for sc.pos < len(sc.data) {
 		switch c := sc.data[sc.pos]; {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r', separators && (c == ',' || c == ':'):
+		case space[c], separators && (c == ',' || c == ':'):
 			sc.pos++
 		default:
 			return
@@ -151,7 +163,7 @@ func (sc *scanner) peek() byte {
 // open checks that s accepts the container type got, consumes '[' or '{'
 // and enters one level of nesting. It reserves the container's size when
 // the scanner records sizes for build, and returns where it goes (-1:
-// nowhere).
+// nowhere), for more.
 func (sc *scanner) open(s *schema, got typeMask, loc string) (int, error) {
 	if err := s.checkType(got, loc); err != nil {
 		return 0, err
@@ -168,30 +180,27 @@ func (sc *scanner) open(s *schema, got typeMask, loc string) (int, error) {
 	return len(sc.sizes) - 1, nil
 }
 
-// close records the size n of the container open returned at for.
-func (sc *scanner) close(at, n int) {
-	if at >= 0 {
-		sc.sizes[at] = int32(n)
-	}
-}
-
-// more reports whether another element or member follows in the container
-// closed by end, consuming the separating comma or the closing byte.
-func (sc *scanner) more(end byte, first bool) (bool, error) {
-	c := sc.peek()
-	if c == end {
+// more reports whether another element or member follows the n read so far
+// in the container closed by end, consuming the separating comma or the
+// closing byte. At the end it records n where open reserved the container's
+// size (at); on a syntax error it reports false and sets sc.err.
+func (sc *scanner) more(end byte, n, at int) bool {
+	switch c := sc.peek(); {
+	case c == end:
 		sc.pos++
 		sc.depth--
-		return false, nil
-	}
-	if !first {
-		if c != ',' {
-			return false, sc.errorf("expected ',' or '%c'", end)
+		if at >= 0 {
+			sc.sizes[at] = int32(n)
 		}
+		return false
+	case n > 0 && c != ',':
+		sc.err = sc.errorf("expected ',' or '%c'", end)
+		return false
+	case n > 0:
 		sc.pos++
 		sc.skip(false)
 	}
-	return true, nil
+	return true
 }
 
 // literal consumes true, false or null.
@@ -205,53 +214,51 @@ func (sc *scanner) literal() error {
 	return sc.errorf("invalid literal")
 }
 
-// str consumes a string token. It returns the raw bytes between the quotes
-// and whether they hold escapes.
-func (sc *scanner) str() (raw []byte, esc bool, err error) {
-	start := sc.pos + 1
-	for i := start; i < len(sc.data); {
+// str consumes a string token and returns its content: the bytes between
+// the quotes, decoded when they hold escapes and decode is set.
+func (sc *scanner) str(decode bool) ([]byte, error) {
+	start, esc := sc.pos, false
+	for i := start + 1; i < len(sc.data); {
 		switch c := sc.data[i]; {
 		case c == '"':
 			sc.pos = i + 1
-			return sc.data[start:i], esc, nil
+			if esc && decode {
+				return []byte(unescape(sc.data[start:sc.pos])), nil
+			}
+			return sc.data[start+1 : i], nil
 		case c == '\\':
-			esc = true
 			n, err := sc.escape(i)
 			if err != nil {
-				return nil, false, err
+				return nil, err
 			}
-			i += n
+			i, esc = i+n, true
 		case c < 0x20:
-			sc.pos = i
-			return nil, false, sc.errorf("control character in string")
+			return nil, sc.errorAt(i, "control character in string")
 		case c < utf8.RuneSelf:
 			i++
 		default:
 			r, n := utf8.DecodeRune(sc.data[i:])
 			if r == utf8.RuneError && n <= 1 {
-				sc.pos = i
-				return nil, false, sc.errorf("invalid UTF-8")
+				return nil, sc.errorAt(i, "invalid UTF-8")
 			}
 			i += n
 		}
 	}
-	sc.pos = len(sc.data)
-	return nil, false, sc.errorf("unterminated string")
+	return nil, sc.errorAt(len(sc.data), "unterminated string")
 }
 
 // escape checks the escape sequence at i and returns its length.
 func (sc *scanner) escape(i int) (int, error) {
 	d := sc.data
-	sc.pos = i // for an error
 	if i+1 < len(d) && strings.IndexByte(`"\/bfnrt`, d[i+1]) >= 0 {
 		return 2, nil
 	}
 	if i+1 == len(d) || d[i+1] != 'u' {
-		return 0, sc.errorf("invalid escape")
+		return 0, sc.errorAt(i, "invalid escape")
 	}
 	switch r, ok := hex4(d[i+2:]); {
 	case !ok:
-		return 0, sc.errorf("invalid \\u escape")
+		return 0, sc.errorAt(i, "invalid \\u escape")
 	case !utf16.IsSurrogate(r):
 		return 6, nil
 	case r < 0xDC00 && i+8 <= len(d) && d[i+6] == '\\' && d[i+7] == 'u':
@@ -259,40 +266,25 @@ func (sc *scanner) escape(i int) (int, error) {
 			return 12, nil
 		}
 	}
-	return 0, sc.errorf("lone surrogate escape")
+	return 0, sc.errorAt(i, "lone surrogate escape")
 }
 
+// hex4 reads the four hex digits that start b.
 func hex4(b []byte) (rune, bool) {
-	if len(b) < 4 {
-		return 0, false
-	}
-	r, err := strconv.ParseUint(string(b[:4]), 16, 32) // no sign: ParseUint refuses one
-	return rune(r), err == nil
+	r, err := strconv.ParseUint(string(b[:min(len(b), 4)]), 16, 32) // no sign: ParseUint refuses one
+	return rune(r), err == nil && len(b) >= 4
 }
 
-// unescape decodes the raw bytes of a string token that str has checked.
-func unescape(raw []byte) string {
-	var b strings.Builder
-	b.Grow(len(raw))
-	for i := 0; i < len(raw); i++ {
-		switch c := raw[i]; {
-		case c != '\\':
-			b.WriteByte(c)
-		case raw[i+1] != 'u':
-			i++
-			b.WriteByte("\"\\/\b\f\n\r\t"[strings.IndexByte(`"\/bfnrt`, raw[i])])
-		default:
-			r, _ := hex4(raw[i+2:])
-			i += 5
-			if utf16.IsSurrogate(r) { // str checked that the low half follows
-				lo, _ := hex4(raw[i+3:])
-				r = utf16.DecodeRune(r, lo)
-				i += 6
-			}
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
+// unescape decodes a string token, quotes included, that str has checked.
+// The strict checks are str's; encoding/json only decodes the escapes. It
+// stays out of line: inlined, it would grow the frame of str, which every
+// string pays for.
+//
+//go:noinline
+func unescape(tok []byte) string {
+	var s string
+	json.Unmarshal(tok, &s) // checked: it cannot fail
+	return s
 }
 
 // number consumes a number token and reports whether it is a plain integer
@@ -310,12 +302,11 @@ func (sc *scanner) number() (tok []byte, plain bool, err error) {
 		i++
 	}
 	first := i
-	if !digits() {
-		sc.pos = i
-		if i == len(d) {
-			return nil, false, sc.errorf("unexpected end of input")
-		}
-		return nil, false, sc.errorf("invalid value")
+	switch {
+	case !digits() && i == len(d):
+		return nil, false, sc.errorAt(i, "unexpected end of input")
+	case i == first:
+		return nil, false, sc.errorAt(i, "invalid value")
 	}
 	plain = d[first] != '0' || i == first+1 // no leading zero
 	ok := plain
@@ -332,8 +323,7 @@ func (sc *scanner) number() (tok []byte, plain bool, err error) {
 		ok, plain = digits(), false
 	}
 	if tok = d[sc.pos:i]; !ok {
-		sc.pos = i
-		return nil, false, sc.errorf("invalid number")
+		return nil, false, sc.errorAt(i, "invalid number")
 	}
 	if len(tok) > numberTokenLimit {
 		return nil, false, sc.errorf("number token longer than %d characters", numberTokenLimit)
@@ -419,14 +409,14 @@ func (sc *scanner) build() value {
 // buildString reads a checked string token: without escapes it is a slice
 // of the document's text.
 func (sc *scanner) buildString() string {
-	start := sc.pos + 1
-	n := bytes.IndexByte(sc.data[start:], '"')
-	if bytes.IndexByte(sc.data[start:start+n], '\\') < 0 {
-		sc.pos = start + n + 1
-		return sc.text[start : start+n]
+	start := sc.pos
+	n := bytes.IndexByte(sc.data[start+1:], '"')
+	if bytes.IndexByte(sc.data[start+1:start+1+n], '\\') < 0 {
+		sc.pos = start + n + 2
+		return sc.text[start+1 : sc.pos-1]
 	}
-	raw, _, _ := sc.str()
-	return unescape(raw)
+	sc.str(false) // checked: it cannot fail
+	return unescape(sc.data[start:sc.pos])
 }
 
 // appendJSON appends the compact encoding of v. Number tokens are copied as
@@ -570,14 +560,10 @@ func equal(a, b value) bool {
 		return false
 	}
 	switch a.kind {
-	case kindNull:
-		return true
-	case kindBool:
+	case kindNull, kindBool: // a null's b is false
 		return a.b == b.b
-	case kindNumber:
-		return a.s == b.s || exact(a.s).Cmp(exact(b.s)) == 0
-	case kindString:
-		return a.s == b.s
+	case kindNumber, kindString:
+		return a.s == b.s || a.kind == kindNumber && exact(a.s).Cmp(exact(b.s)) == 0
 	case kindArray:
 		return slices.EqualFunc(a.arr, b.arr, equal)
 	}
@@ -657,21 +643,6 @@ func child(loc, key string) string {
 
 func index(loc string, i int) string { return loc + "[" + strconv.Itoa(i) + "]" }
 
-// position returns the 1-based line and column in doc of the value that
-// loc names: a location as child and index render it, in the document
-// named root ("" for a manifest, "arguments" for a tool's arguments). For
-// a member or element that does not exist it is the position of the
-// deepest value that does. It is 0, 0 when doc is not strict JSON or loc is
-// not in root.
-func position(doc []byte, root, loc string) (line, column int) {
-	rest, inRoot := strings.CutPrefix(loc, root)
-	v, err := decode(doc, limits{bytes: len(doc), depth: math.MaxInt, values: math.MaxInt})
-	if !inRoot || root != "" && rest != "" && rest[0] != '.' && rest[0] != '[' || err != nil {
-		return 0, 0
-	}
-	return lineColumn(doc, int(v.find(rest).offset))
-}
-
 // locationSegment is the first segment of a location as child and index
 // render it: .key (the dot optional first), [index], or ["key"], clipped
 // when followed by an ellipsis.
@@ -727,15 +698,13 @@ const (
 	scalarTypes = typeNull | typeBoolean | typeInteger | typeNumber | typeString
 )
 
-var typeNames = map[string]typeMask{
-	"null": typeNull, "boolean": typeBoolean, "integer": typeInteger, "number": typeNumber,
-	"string": typeString, "array": typeArray, "object": typeObject,
-}
+// typeNames are the seven type names, in the order of their typeMask bits.
+var typeNames = [...]string{"null", "boolean", "integer", "number", "string", "array", "object"}
 
 func (t typeMask) String() string {
 	var names []string
-	for _, n := range [...]string{"null", "boolean", "integer", "number", "string", "array", "object"} {
-		if t&typeNames[n] != 0 {
+	for i, n := range typeNames {
+		if t&(1<<i) != 0 {
 			names = append(names, n)
 		}
 	}
@@ -759,8 +728,7 @@ type schema struct {
 	unique        bool
 	dateTime      bool
 	counts        [6]int      // of countKeywords, a maximum -1 when absent
-	bounds        [4]*decimal // of boundRules
-	multipleOf    *decimal
+	numbers       [5]*decimal // of numberRules
 }
 
 // countKeywords name schema.counts: the least and the most items,
@@ -770,18 +738,19 @@ var countKeywords = [6]string{"minItems", "maxItems", "minLength", "maxLength", 
 // The pairs of countKeywords.
 const itemCounts, lengthCounts, propertyCounts = 0, 2, 4
 
-// boundRules are the comparison keywords of schema.bounds: a number breaks
-// one when fails holds of its comparison with the bound.
-var boundRules = [4]boundRule{
-	{"minimum", "less than", func(c int) bool { return c < 0 }},
-	{"maximum", "greater than", func(c int) bool { return c > 0 }},
-	{"exclusiveMinimum", "not greater than", func(c int) bool { return c <= 0 }},
-	{"exclusiveMaximum", "not less than", func(c int) bool { return c >= 0 }},
+// numberRules are the keywords of schema.numbers: a number breaks one when
+// fails holds of it and the keyword's value.
+var numberRules = [5]numberRule{
+	{"minimum", "less than minimum", func(n decimal, b *decimal) bool { return n.cmp(b) < 0 }},
+	{"maximum", "greater than maximum", func(n decimal, b *decimal) bool { return n.cmp(b) > 0 }},
+	{"exclusiveMinimum", "not greater than exclusiveMinimum", func(n decimal, b *decimal) bool { return n.cmp(b) <= 0 }},
+	{"exclusiveMaximum", "not less than exclusiveMaximum", func(n decimal, b *decimal) bool { return n.cmp(b) >= 0 }},
+	{"multipleOf", "not a multiple of", func(n decimal, b *decimal) bool { return !n.multipleOf(b) }},
 }
 
-type boundRule struct {
+type numberRule struct {
 	keyword, what string
-	fails         func(cmp int) bool
+	fails         func(n decimal, b *decimal) bool
 }
 
 // property is a name the schema declares in properties or required.
@@ -799,19 +768,12 @@ type decimal struct {
 	text string // the token, of a keyword's value
 }
 
-// newDecimal is the value of a checked number token, plain when it is an
-// integer token (no fraction, no exponent).
-func newDecimal(tok []byte, plain bool) decimal {
-	if plain {
-		if i, err := strconv.ParseInt(string(tok), 10, 64); err == nil {
-			return decimal{i64: i}
-		}
+// newDecimal is the value of a checked number token.
+func newDecimal(tok []byte) decimal {
+	if i, err := strconv.ParseInt(string(tok), 10, 64); err == nil {
+		return decimal{i64: i}
 	}
-	r := exact(string(tok))
-	if r.IsInt() && r.Num().IsInt64() {
-		return decimal{i64: r.Num().Int64()}
-	}
-	return decimal{rat: r}
+	return decimal{rat: exact(string(tok))}
 }
 
 func (d decimal) exact() *big.Rat {
@@ -867,18 +829,17 @@ func compileSchema(v value, loc string, ps *problems) *schema {
 // schema even then, a partial one that still tells what each property
 // declares.
 func compilePartial(v value, loc string, ps *problems) *schema {
-	reason := ""
+	const tooLarge = "the schema is too large (64 KiB, depth 16 and 2048 values at most): "
 	switch size, depth, values := measure(v); {
 	case size > schemaLimits.bytes:
-		reason = fmt.Sprintf("%d bytes, more than %d", size, schemaLimits.bytes)
+		ps.add(loc, tooLarge+"%d bytes, more than %d", size, schemaLimits.bytes)
 	case depth > schemaLimits.depth:
-		reason = fmt.Sprintf("nesting deeper than %d", schemaLimits.depth)
+		ps.add(loc, tooLarge+"nesting deeper than %d", schemaLimits.depth)
 	case values > schemaLimits.values:
-		reason = fmt.Sprintf("more than %d values", schemaLimits.values)
+		ps.add(loc, tooLarge+"more than %d values", schemaLimits.values)
 	default:
 		return compile(v, &location{root: loc, keys: make([]string, 0, schemaLimits.depth+1)}, ps)
 	}
-	ps.add(loc, "the schema is too large (64 KiB, depth 16 and 2048 values at most): %s", reason)
 	return nil
 }
 
@@ -929,10 +890,15 @@ func compile(v value, loc *location, ps *problems) *schema {
 		case "const":
 			s.constant = &v.obj[i].val
 		case "properties":
-			s.compileProperties(val, at, ps)
+			ps.want(m, kindObject, at)
+			for _, p := range val.obj {
+				loc.push(p.key)
+				s.addProperty(property{name: p.key, schema: compile(p.val, loc, ps), declared: true})
+				loc.pop()
+			}
 		case "required":
-			if checkStringSet(val, at, ps) {
-				required = val
+			if required = val; val.kind != kindArray {
+				ps.add(at.String(), "required must be an array of strings")
 			}
 		case "additionalProperties":
 			s.additional = compile(val, at, ps)
@@ -942,10 +908,15 @@ func compile(v value, loc *location, ps *problems) *schema {
 			s.items = compile(val, at, ps)
 		case "minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties":
 			s.counts[slices.Index(countKeywords[:], m.key)] = countKeyword(val, at, ps)
-		case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum":
-			s.bounds[slices.IndexFunc(boundRules[:], func(r boundRule) bool { return r.keyword == m.key })] = numberKeyword(val, at, ps)
-		case "multipleOf":
-			if s.multipleOf = numberKeyword(val, at, ps); s.multipleOf != nil && s.multipleOf.exact().Sign() <= 0 {
+		case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf":
+			if val.kind != kindNumber {
+				ps.add(at.String(), "must be a number")
+				break
+			}
+			d := newDecimal([]byte(val.s))
+			d.text = val.s
+			s.numbers[slices.IndexFunc(numberRules[:], func(r numberRule) bool { return r.keyword == m.key })] = &d
+			if m.key == "multipleOf" && d.exact().Sign() <= 0 {
 				ps.add(at.String(), "multipleOf must be greater than 0")
 			}
 		case "uniqueItems":
@@ -955,21 +926,24 @@ func compile(v value, loc *location, ps *problems) *schema {
 				ps.add(at.String(), "format %s is not supported: bridge v1 asserts only \"date-time\"", quote(val.s))
 			}
 			s.dateTime = true
-		case "title", "description":
-			ps.want(m, kindString, at)
-		case "examples":
-			ps.want(m, kindArray, at)
-		case "deprecated", "readOnly", "writeOnly":
-			ps.want(m, kindBool, at)
+		case "title", "description", "examples", "deprecated", "readOnly", "writeOnly":
+			ps.want(m, annotationKinds[m.key], at)
 		case "default":
 		default:
 			ps.add(at.String(), "keyword %s is not in the bridge-v1 schema subset", quote(m.key))
 		}
 		loc.pop()
 	}
-	for i, r := range required.arr {
+	for i, r := range required.arr { // an array of distinct strings
 		j, ok := s.propIndex[r.s]
-		if !ok {
+		switch {
+		case r.kind != kindString:
+			ps.add(index(child(loc.String(), "required"), i), "required entries must be strings")
+			continue
+		case slices.ContainsFunc(required.arr[:i], func(e value) bool { return e.kind == kindString && e.s == r.s }):
+			ps.add(index(child(loc.String(), "required"), i), "required lists %s twice", quote(r.s))
+			continue
+		case !ok:
 			j = s.addProperty(property{name: r.s})
 		}
 		s.required = append(s.required, j)
@@ -983,11 +957,15 @@ func compile(v value, loc *location, ps *problems) *schema {
 	return s
 }
 
+// annotationKinds are the kinds of the annotation keywords but default,
+// which may be any value.
+var annotationKinds = map[string]kind{"title": kindString, "description": kindString, "examples": kindArray, "deprecated": kindBool, "readOnly": kindBool, "writeOnly": kindBool}
+
 // want reports whether the keyword m, found at loc, has kind k, and a
 // problem when it has not.
 func (ps *problems) want(m member, k kind, loc *location) bool {
 	if m.val.kind != k {
-		ps.add(loc.String(), "%s must be %s", m.key, map[kind]string{kindString: "a string", kindArray: "an array", kindBool: "a boolean"}[k])
+		ps.add(loc.String(), "%s must be %s", m.key, map[kind]string{kindString: "a string", kindArray: "an array", kindBool: "a boolean", kindObject: "an object"}[k])
 	}
 	return m.val.kind == k
 }
@@ -1001,18 +979,6 @@ func (s *schema) addProperty(p property) int {
 	return len(s.props) - 1
 }
 
-func (s *schema) compileProperties(v value, loc *location, ps *problems) {
-	if v.kind != kindObject {
-		ps.add(loc.String(), "properties must be an object")
-		return
-	}
-	for _, m := range v.obj {
-		loc.push(m.key)
-		s.addProperty(property{name: m.key, schema: compile(m.val, loc, ps), declared: true})
-		loc.pop()
-	}
-}
-
 func compileType(v value, loc *location, ps *problems) (mask typeMask) {
 	names := []value{v}
 	if v.kind == kindArray {
@@ -1022,13 +988,13 @@ func compileType(v value, loc *location, ps *problems) (mask typeMask) {
 		ps.add(loc.String(), "type must not be an empty array")
 	}
 	for _, n := range names {
-		switch t, ok := typeNames[n.s]; {
-		case n.kind != kindString || !ok:
+		switch i := slices.Index(typeNames[:], n.s); {
+		case n.kind != kindString || i < 0:
 			ps.add(loc.String(), "type must be one of the seven type names, or an array of them")
-		case mask&t != 0:
+		case mask&(1<<i) != 0:
 			ps.add(loc.String(), "type lists %s twice", quote(n.s))
 		default:
-			mask |= t
+			mask |= 1 << i
 			continue
 		}
 		return 0
@@ -1036,70 +1002,38 @@ func compileType(v value, loc *location, ps *problems) (mask typeMask) {
 	return mask
 }
 
-// checkStringSet checks required: an array of distinct strings.
-func checkStringSet(v value, loc *location, ps *problems) bool {
-	if v.kind != kindArray {
-		ps.add(loc.String(), "required must be an array of strings")
-		return false
-	}
-	for i, e := range v.arr {
-		switch {
-		case e.kind != kindString:
-			ps.add(index(loc.String(), i), "required entries must be strings")
-		case slices.ContainsFunc(v.arr[:i], func(f value) bool { return f.s == e.s }):
-			ps.add(index(loc.String(), i), "required lists %s twice", quote(e.s))
-		default:
-			continue
-		}
-		return false
-	}
-	return true
-}
-
-// countKeyword reads a non-negative integer keyword value.
+// countKeyword reads a non-negative integer keyword value; a count past
+// the int range is math.MaxInt.
 func countKeyword(v value, loc *location, ps *problems) int {
-	if v.kind == kindNumber && len(v.s) <= 18 && strings.Trim(v.s, "0123456789") == "" {
-		n, _ := strconv.Atoi(v.s) // a plain non-negative integer token
-		return n
-	}
-	if v.kind != kindNumber || !isInteger(v.s, !strings.ContainsAny(v.s, ".eE")) || exact(v.s).Sign() < 0 {
+	plain := !strings.ContainsAny(v.s, ".eE")
+	if v.kind != kindNumber || !isInteger(v.s, plain) || strings.HasPrefix(v.s, "-") && exact(v.s).Sign() < 0 {
 		ps.add(loc.String(), "must be a non-negative integer")
 		return -1
 	}
-	if n := exact(v.s).Num(); n.IsInt64() && n.Int64() <= math.MaxInt {
-		return int(n.Int64())
+	if !plain {
+		v.s = exact(v.s).RatString() // integral
 	}
-	return math.MaxInt
-}
-
-func numberKeyword(v value, loc *location, ps *problems) *decimal {
-	if v.kind != kindNumber {
-		ps.add(loc.String(), "must be a number")
-		return nil
-	}
-	d := newDecimal([]byte(v.s), !strings.ContainsAny(v.s, ".eE"))
-	d.text = v.s
-	return &d
+	n, _ := strconv.Atoi(v.s) // out of range, it is math.MaxInt
+	return n
 }
 
 // ---- validation straight from bytes ----
 
-// checkStrict checks that data is one strict JSON document within lim
-// (SPEC §6), in one pass and without building a tree. Duplicate keys are
-// refused in validateObject, which compares each key, unescaped, with the
-// object's earlier keys.
-func checkStrict(data []byte, lim limits) error {
-	_, err := scanDocument(data, lim, nil, "", nil)
-	return err
-}
-
 // validateBytes checks that data is one strict JSON document within lim that
-// s accepts (SPEC §5, §6), in one pass and without building a tree. root
-// names the document in problem locations.
+// s accepts (SPEC §5, §6), in one pass and without building a tree; a nil s
+// accepts every strict document. root names the document in problem
+// locations. Duplicate keys are refused in validateObject, which compares
+// each key, unescaped, with the object's earlier keys.
 func (s *schema) validateBytes(data []byte, lim limits, root string) error {
 	_, err := scanDocument(data, lim, s, root, nil)
 	return err
 }
+
+// checkStrict checks that data is one strict JSON document within lim
+// (SPEC §6): valid UTF-8, no byte order mark, no duplicate keys (refused in
+// validateObject), no lone surrogate, no NaN or Infinity, finite numbers, no
+// trailing data. decode runs the same pass before it builds a tree.
+func checkStrict(data []byte, lim limits) error { return (*schema)(nil).validateBytes(data, lim, "") }
 
 // validate reads one value and checks it against s.
 func (sc *scanner) validate(s *schema, loc string) error {
@@ -1115,8 +1049,12 @@ func (sc *scanner) validate(s *schema, loc string) error {
 		err = sc.validateObject(s, loc)
 	case '[':
 		err = sc.validateArray(s, loc)
-	case '"':
-		return sc.validateString(s, loc) // it compares with enum and const itself
+	case '"': // checkString compares with enum and const itself
+		raw, err := sc.str(s != anySchema)
+		if err != nil || s == anySchema {
+			return err
+		}
+		return s.checkString(raw, loc)
 	case 't', 'f', 'n':
 		got := typeBoolean
 		if c == 'n' {
@@ -1157,62 +1095,45 @@ func (s *schema) checkType(got typeMask, loc string) error {
 	return &problem{Location: loc, Message: fmt.Sprintf("expected %s, got %s", s.types, got)}
 }
 
-// keySet finds duplicate keys: the first 64 declared properties by index
-// in a bit set, other keys by their bytes.
+// keySet finds duplicate keys and items, and missing required properties:
+// it holds the first 64 properties of a schema by index in a bit set and
+// other keys by their bytes, the first 16 in place and the others in a map,
+// so that n additions cost O(n).
 type keySet struct {
 	props  uint64
-	others byteSet
+	small  [16][]byte
+	n      int
+	others map[string]bool
+}
+
+// has reports whether key, property i of the schema (-1: none), was added.
+func (k *keySet) has(i int, key []byte) bool {
+	if 0 <= i && i < 64 {
+		return k.props&(1<<i) != 0
+	}
+	return k.others != nil && k.others[string(key)] || slices.ContainsFunc(k.small[:k.n], func(o []byte) bool { return bytes.Equal(o, key) })
 }
 
 // add records key, property i of the schema (-1: none), and reports
 // whether it was there already.
 func (k *keySet) add(i int, key []byte) bool {
-	if i < 0 || i >= 64 {
-		return k.others.add(key)
-	}
-	dup := k.props&(1<<i) != 0
-	k.props |= 1 << i
-	return dup
-}
-
-func (k *keySet) has(i int, key string) bool {
-	if i >= 64 {
-		return k.others.has([]byte(key))
-	}
-	return k.props&(1<<i) != 0
-}
-
-// byteSet is a set of byte strings that is searched in place while it is
-// small and becomes a map when it grows, so that n additions cost O(n).
-type byteSet struct {
-	small [16][]byte
-	n     int
-	set   map[string]bool
-}
-
-func (u *byteSet) has(b []byte) bool {
-	if u.set != nil {
-		return u.set[string(b)]
-	}
-	return slices.ContainsFunc(u.small[:u.n], func(o []byte) bool { return bytes.Equal(o, b) })
-}
-
-// add inserts b and reports whether it was already there.
-func (u *byteSet) add(b []byte) bool {
 	switch {
-	case u.has(b):
+	case 0 <= i && i < 64:
+		dup := k.props&(1<<i) != 0
+		k.props |= 1 << i
+		return dup
+	case slices.ContainsFunc(k.small[:k.n], func(o []byte) bool { return bytes.Equal(o, key) }):
 		return true
-	case u.set == nil && u.n < len(u.small):
-		u.small[u.n] = b
-		u.n++
-		return false
-	case u.set == nil:
-		u.set = make(map[string]bool, 64)
-		for _, o := range u.small[:u.n] {
-			u.set[string(o)] = true
-		}
+	case k.n < len(k.small):
+		k.small[k.n] = key
+		k.n++
+	case k.others[string(key)]:
+		return true
+	case k.others == nil:
+		k.others = map[string]bool{string(key): true}
+	default:
+		k.others[string(key)] = true
 	}
-	u.set[string(b)] = true
 	return false
 }
 
@@ -1223,19 +1144,12 @@ func (sc *scanner) validateObject(s *schema, loc string) error {
 	}
 	var seen keySet
 	n := 0
-	for ; ; n++ {
-		more, err := sc.more('}', n == 0)
-		if err != nil {
-			return err
-		}
-		if !more {
-			break
-		}
+	for ; sc.more('}', n, sized); n++ {
 		at := sc.pos
 		if sc.peek() != '"' {
 			return sc.errorf("expected a string key")
 		}
-		raw, esc, err := sc.str()
+		raw, err := sc.str(true)
 		if err != nil {
 			return err
 		}
@@ -1243,16 +1157,12 @@ func (sc *scanner) validateObject(s *schema, loc string) error {
 			return sc.errorf("expected ':' after object key")
 		}
 		sc.pos++
-		if esc {
-			raw = []byte(unescape(raw))
-		}
 		i, known := s.propIndex[string(raw)]
 		if !known {
 			i = -1
 		}
 		if seen.add(i, raw) {
-			sc.pos = at
-			return sc.errorf("duplicate key %s", quote(string(raw)))
+			return sc.errorAt(at, "duplicate key %s", quote(string(raw)))
 		}
 		if s.propertyNames != nil {
 			if err := s.propertyNames.checkString(raw, here); err != nil {
@@ -1262,20 +1172,42 @@ func (sc *scanner) validateObject(s *schema, loc string) error {
 		}
 		sub := s.propertySchema(i)
 		if sub != nil && sub.never {
-			return &problem{Location: child(loc, string(raw)), Message: "property is not allowed"}
+			return &problem{Location: child(loc, string(raw)), Message: "property is not allowed (allowed: " + s.allowed() + ")"}
 		}
 		if err := sc.validate(sub, here); err != nil {
 			return relocate(err, child(loc, string(raw)))
 		}
 	}
+	if sc.err != nil {
+		return sc.err
+	}
 	sc.memberCount += n
-	sc.close(sized, n)
 	for _, i := range s.required {
-		if !seen.has(i, s.props[i].name) {
+		if !seen.has(i, []byte(s.props[i].name)) {
 			return &problem{Location: loc, Message: fmt.Sprintf("missing required property %s", quote(s.props[i].name))}
 		}
 	}
 	return s.checkCount(loc, "has %d properties", n, propertyCounts)
+}
+
+// allowed lists, for a message, the properties that an object may have
+// under s, which forbids any other: sorted, rendered as a location renders
+// a key, and clipped once they pass clipLimit bytes.
+func (s *schema) allowed() string {
+	var names []string
+	for _, p := range s.props {
+		if p.declared && (p.schema == nil || !p.schema.never) {
+			names = append(names, child("", p.name))
+		}
+	}
+	slices.Sort(names)
+	n := 0
+	for i, name := range names {
+		if n += len(name) + len(", "); n > clipLimit && i > 0 {
+			return fmt.Sprintf("%s, … %d more", strings.Join(names[:i], ", "), len(names)-i)
+		}
+	}
+	return cmp.Or(strings.Join(names, ", "), "none")
 }
 
 // checkCount applies the pair of count keywords that starts at pair to a
@@ -1295,28 +1227,20 @@ func (sc *scanner) validateArray(s *schema, loc string) error {
 	if err != nil {
 		return err
 	}
-	var seen byteSet
+	var seen keySet
 	n := 0
-	for ; ; n++ {
-		more, err := sc.more(']', n == 0)
-		if err != nil {
-			return err
-		}
-		if !more {
-			break
-		}
-		if s.items != nil && s.items.never {
-			return &problem{Location: index(loc, n), Message: "no item is allowed here"}
-		}
+	for ; sc.more(']', n, sized); n++ {
 		start := sc.pos
 		if err := sc.validate(s.items, here); err != nil {
 			return relocate(err, index(loc, n))
 		}
-		if s.unique && seen.add(uniqueKey(sc.data[start:sc.pos])) {
+		if s.unique && seen.add(-1, uniqueKey(sc.data[start:sc.pos])) {
 			return &problem{Location: index(loc, n), Message: "equals an earlier item; uniqueItems requires distinct items"}
 		}
 	}
-	sc.close(sized, n)
+	if sc.err != nil {
+		return sc.err
+	}
 	return s.checkCount(loc, "has %d items", n, itemCounts)
 }
 
@@ -1327,22 +1251,11 @@ func uniqueKey(tok []byte) []byte {
 	case tok[0] == '"' && bytes.IndexByte(tok, '\\') < 0:
 		return tok[1 : len(tok)-1]
 	case tok[0] == '"':
-		return []byte(unescape(tok[1 : len(tok)-1]))
+		return []byte(unescape(tok))
 	case bytes.ContainsAny(tok, ".eE") || string(tok) == "-0":
 		return []byte(exact(string(tok)).RatString()) // 7.0 → "7", like the token 7
 	}
 	return tok
-}
-
-func (sc *scanner) validateString(s *schema, loc string) error {
-	raw, esc, err := sc.str()
-	if err != nil || s == anySchema {
-		return err
-	}
-	if esc {
-		raw = []byte(unescape(raw))
-	}
-	return s.checkString(raw, loc)
 }
 
 // checkString validates a string instance given its decoded bytes.
@@ -1382,17 +1295,14 @@ func (sc *scanner) validateNumber(s *schema, loc string) error {
 	if err := s.checkType(got, loc); err != nil {
 		return err
 	}
-	if s.bounds == [4]*decimal{} && s.multipleOf == nil {
+	if s.numbers == [5]*decimal{} {
 		return nil
 	}
-	n := newDecimal(tok, plain)
-	for i, b := range s.bounds {
-		if b != nil && boundRules[i].fails(n.cmp(b)) {
-			return &problem{Location: loc, Message: fmt.Sprintf("%s is %s %s %s", clip(string(tok), 40), boundRules[i].what, boundRules[i].keyword, b.text)}
+	n := newDecimal(tok)
+	for i, b := range s.numbers {
+		if b != nil && numberRules[i].fails(n, b) {
+			return &problem{Location: loc, Message: fmt.Sprintf("%s is %s %s", clip(string(tok), 40), numberRules[i].what, b.text)}
 		}
-	}
-	if s.multipleOf != nil && !n.multipleOf(s.multipleOf) {
-		return &problem{Location: loc, Message: fmt.Sprintf("%s is not a multiple of %s", clip(string(tok), 40), s.multipleOf.text)}
 	}
 	return nil
 }

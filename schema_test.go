@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -385,8 +386,8 @@ func FuzzDecode(f *testing.F) {
 		if (err == nil) != (verr == nil) {
 			t.Fatalf("decoder %v, validator %v", err, verr)
 		}
-		parseManifest(data)                                   // no panic, whatever the document
-		position(data, "", string(data[:min(len(data), 80)])) // nor whatever the location
+		parseManifest(data)                               // no panic, whatever the document
+		position(data, string(data[:min(len(data), 80)])) // nor whatever the location
 		if err != nil {
 			return
 		}
@@ -776,4 +777,56 @@ func TestRequiredButForbidden(t *testing.T) {
 	tl := opTool("POST", "write")
 	tl.InputSchema = json.RawMessage(`{"type": "object", "additionalProperties": false, "properties": {"a": {}}, "required": ["b"]}`)
 	firstProblemAt(t, "uncallable tool", manifestJSON("p", tl), "tools[0].inputSchema.required[0]")
+}
+
+// TestNotAllowedListsAllowed: when a schema forbids an object member (issue
+// 19), the problem lists the names the object allows, sorted, so that a
+// model can correct its call without reading the catalog again; the list
+// is clipped, and a name is rendered as a location renders it.
+func TestNotAllowedListsAllowed(t *testing.T) {
+	for _, c := range []struct{ schema, instance, want string }{
+		{`{"type": "object", "additionalProperties": false, "properties": {"site": {}, "name": {"type": "string"}, "limit": {"type": "integer"}}}`,
+			`{"name": "x", "bogus": 1}`, `arguments.bogus: property is not allowed (allowed: limit, name, site)`},
+		{`{"type": "object", "additionalProperties": false, "properties": {"filter": {"type": "object", "additionalProperties": false, "properties": {"tag": {}, "role": {}}}}}`,
+			`{"filter": {"role": "x", "colour": "red"}}`, `arguments.filter.colour: property is not allowed (allowed: role, tag)`},
+		{`{"type": "object", "properties": {"rows": {"type": "array", "items": {"additionalProperties": false, "properties": {"id": {}}}}}}`,
+			`{"rows": [{"id": 1}, {"id": 2, "idd": 3}]}`, `arguments.rows[1].idd: property is not allowed (allowed: id)`},
+		{`{"type": "object", "additionalProperties": false}`, `{"x": 1}`, `arguments.x: property is not allowed (allowed: none)`},
+		{`{"additionalProperties": false, "properties": {"a": {}, "b": false}}`, `{"b": 1}`, `arguments.b: property is not allowed (allowed: a)`},
+		{`{"additionalProperties": false, "properties": {"ok": {}, "we ird": {}}}`, `{"x": 1}`, `arguments.x: property is not allowed (allowed: ["we ird"], ok)`},
+	} {
+		err := mustCompile(t, c.schema).validateBytes([]byte(c.instance), instanceLimits, "arguments")
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%s against %s: got %v, want %s", c.instance, c.schema, err, c.want)
+		}
+	}
+
+	// 100 names: the first ones, in order, and how many more; never
+	// much past the 200 characters of SPEC §4.
+	var props []string
+	for i := range 100 {
+		props = append(props, fmt.Sprintf(`"p%03d": {}`, i))
+	}
+	s := mustCompile(t, `{"additionalProperties": false, "properties": {`+strings.Join(props, ", ")+`}}`)
+	msg := fmt.Sprint(s.validateBytes([]byte(`{"q": 1}`), instanceLimits, "arguments"))
+	list, _ := strings.CutPrefix(msg, "arguments.q: property is not allowed (allowed: ")
+	names := strings.Split(list, ", ")
+	var more int
+	if _, err := fmt.Sscanf(names[len(names)-1], "… %d more)", &more); err != nil || len(msg) > 300 || len(names) < 2 || more != 100-(len(names)-1) {
+		t.Errorf("100 allowed names: %s", msg)
+	}
+	for i, n := range names[:len(names)-1] {
+		if n != fmt.Sprintf("p%03d", i) {
+			t.Errorf("100 allowed names: %q at %d in %s", n, i, msg)
+		}
+	}
+
+	// Long hostile names: the first is clipped as a location clips a key,
+	// the others are only counted.
+	long := strings.Repeat("x", 300)
+	s = mustCompile(t, `{"additionalProperties": false, "properties": {"`+long+`a": {}, "`+long+`b": {}}}`)
+	err := s.validateBytes([]byte(`{"q": 1}`), instanceLimits, "arguments")
+	if want := `arguments.q: property is not allowed (allowed: [` + quote(long+"a") + `], … 1 more)`; fmt.Sprint(err) != want {
+		t.Errorf("long names: got %v, want %s", err, want)
+	}
 }

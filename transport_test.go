@@ -58,7 +58,7 @@ var (
 	targetBounds   = docBounds{256 << 10, 32, 10000} // §5: target bodies
 )
 
-func (b docBounds) limits() limits { return limits{bytes: b.bytes, depth: b.depth, values: b.values} }
+func (b docBounds) limits() limits { return limits(b) }
 
 // errHarness is a hostile server that could not do its part, so the case
 // proves nothing.

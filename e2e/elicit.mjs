@@ -84,7 +84,7 @@ if (args.includes("--log-format")) {
   check("audit: dry_run, dispatched:204, not_confirmed ×2", decisions === "dry_run,dispatched:204,not_confirmed,not_confirmed", writes);
   check("audit: records name the tool and the method", writes.every((r) => r.plugin === "example" && r.tool === "delete_report" && r.method === "DELETE"), writes);
   // The demo's token is public and its start-up line names it on purpose; the audit never does.
-  check("audit: the token as v1, never the secret", writes.every((r) => r.token === "v1" && r.token_source === "configured"
+  check("audit: the token as v1: and 12 hex digits, never the secret", writes.every((r) => /^v1:[0-9a-f]{12}$/.test(r.token) && r.token_source === "configured"
     && !JSON.stringify(r).includes("0123456789abcdef0123456789abcdef01234567")), writes);
 }
 
