@@ -176,6 +176,7 @@ func wantError(t testing.TB, r result, code string, dispatched bool) {
 }
 
 func TestServerAdvertisesOnlyTools(t *testing.T) {
+	t.Parallel()
 	f := newInvNetBox(t)
 	for _, v := range protocolVersions {
 		cs := connect(t, newBridge(f, false), v, nil)
@@ -212,6 +213,7 @@ func TestServerAdvertisesOnlyTools(t *testing.T) {
 // no write can pass it is read-only, not destructive, idempotent and
 // open-world; when any can, not read-only, destructive and open-world.
 func TestCallToolAnnotations(t *testing.T) {
+	t.Parallel()
 	f := newInvNetBox(t)
 	for _, c := range []struct {
 		name     string
@@ -253,6 +255,7 @@ func TestCallToolAnnotations(t *testing.T) {
 }
 
 func TestListTools(t *testing.T) {
+	t.Parallel()
 	f := newInvNetBox(t)
 	for _, v := range protocolVersions {
 		cs := connect(t, newBridge(f, false), v, nil)
@@ -312,6 +315,7 @@ func lastRequest(t testing.TB, f *fakeNetBox, path string) fakeRequest {
 }
 
 func TestReadQueryEncoding(t *testing.T) {
+	t.Parallel()
 	f := newInvNetBox(t)
 	cs := connect(t, newBridge(f, false), protocolVersions[0], nil)
 	cases := []struct {
@@ -357,6 +361,7 @@ func TestReadQueryEncoding(t *testing.T) {
 }
 
 func TestReadResponses(t *testing.T) {
+	t.Parallel()
 	f := newInvNetBox(t)
 	elsewhere := newFakeNetBox(t)
 	cs := connect(t, newBridge(f, false), protocolVersions[0], nil)
@@ -434,6 +439,7 @@ func TestReadResponses(t *testing.T) {
 }
 
 func TestWriteNeedsTheSwitch(t *testing.T) {
+	t.Parallel()
 	f := newInvNetBox(t)
 	off := connect(t, newBridge(f, false), protocolVersions[0], nil)
 	on := connect(t, newBridge(f, true), protocolVersions[0], nil)
@@ -471,6 +477,7 @@ func TestWriteNeedsTheSwitch(t *testing.T) {
 }
 
 func TestWriteOutcomes(t *testing.T) {
+	t.Parallel()
 	f := newInvNetBox(t)
 	elsewhere := newFakeNetBox(t)
 	cs := connect(t, newBridge(f, true), protocolVersions[0], nil)
@@ -524,6 +531,7 @@ func TestWriteOutcomes(t *testing.T) {
 // TestWriteRefusedBeforeSending: a target whose connection is refused is
 // request_failed with dispatched false, because no byte was written.
 func TestWriteRefusedBeforeSending(t *testing.T) {
+	t.Parallel()
 	f := newInvNetBox(t)
 	b := newBridge(f, true)
 	refused := strings.TrimPrefix(refusedURL(t), "http://")
@@ -551,6 +559,7 @@ func TestWriteRefusedBeforeSending(t *testing.T) {
 }
 
 func TestInvalidArgumentsSendNothing(t *testing.T) {
+	t.Parallel()
 	f := newInvNetBox(t)
 	cs := connect(t, newBridge(f, true), protocolVersions[0], nil)
 	cases := []struct {
@@ -586,6 +595,7 @@ func TestInvalidArgumentsSendNothing(t *testing.T) {
 // depth 32 and 10,000 values; at each bound a call goes through, one past
 // it the arguments are refused before anything is sent.
 func TestArgumentBounds(t *testing.T) {
+	t.Parallel()
 	f := newInvNetBox(t)
 	anything := toolSpec{Name: "put", Title: "Put", Description: "Store anything.", Method: "PUT", Path: "any/", Effect: "write",
 		InputSchema: json.RawMessage(`{"type": "object", "additionalProperties": false, "properties": {"x": true}}`)}
@@ -622,6 +632,7 @@ func TestArgumentBounds(t *testing.T) {
 // TestDiscoveryErrorsSaySafeToRetry: SPEC §9, everything before
 // outcome_unknown is safe to correct and retry, and the message says so.
 func TestDiscoveryErrorsSaySafeToRetry(t *testing.T) {
+	t.Parallel()
 	f := newInvNetBox(t)
 	cs := connect(t, newBridge(f, true), protocolVersions[0], nil)
 	for plugin, code := range map[string]string{"quiet": "not_advertised", "nope": "plugin_not_found", "broken": "discovery_failed"} {
@@ -640,6 +651,7 @@ func TestDiscoveryErrorsSaySafeToRetry(t *testing.T) {
 }
 
 func TestInvalidRequestsSendNothing(t *testing.T) {
+	t.Parallel()
 	f := newInvNetBox(t)
 	cs := connect(t, newBridge(f, true), protocolVersions[0], nil)
 	var bad [][]string
@@ -683,6 +695,7 @@ func manyHeaders(n int) []string {
 }
 
 func TestPerCallTokensAndHeaders(t *testing.T) {
+	t.Parallel()
 	f := newInvNetBox(t)
 	cs := connect(t, newBridge(f, true), protocolVersions[0], nil)
 	for _, c := range []struct{ token, header string }{
@@ -719,6 +732,7 @@ func TestPerCallTokensAndHeaders(t *testing.T) {
 }
 
 func TestNoStaleState(t *testing.T) {
+	t.Parallel()
 	f := newInvNetBox(t)
 	cs := connect(t, newBridge(f, true), protocolVersions[0], nil)
 	if r := callInv(t, cs, "create", map[string]any{"name": "x"}); r.isError {
@@ -734,6 +748,7 @@ func TestNoStaleState(t *testing.T) {
 }
 
 func TestConcurrentCalls(t *testing.T) {
+	t.Parallel()
 	f := newInvNetBox(t)
 	cs := connect(t, newBridge(f, true), protocolVersions[0], nil)
 	var wg sync.WaitGroup
@@ -762,6 +777,7 @@ func TestConcurrentCalls(t *testing.T) {
 }
 
 func TestConfigErrorAnswersEveryCall(t *testing.T) {
+	t.Parallel()
 	b := &bridge{client: newClient(&config{timeout: time.Second}), cfgErr: errors.New("no NetBox URL: set NETBOX_URL")}
 	cs := connect(t, b, protocolVersions[0], nil)
 	for tool, args := range map[string]map[string]any{"plugin_list_tools": {}, "plugin_call_tool": {"plugin": "inv", "tool": "search"}} {
@@ -777,6 +793,7 @@ func TestConfigErrorAnswersEveryCall(t *testing.T) {
 // strictly increasing values, in the order they arrive, whatever the number
 // of discovery workers, and the last value is the total (SPEC §9, §11).
 func TestFullScanReportsProgress(t *testing.T) {
+	t.Parallel()
 	f := newInvNetBox(t)
 	const plugins = 64
 	for i := range plugins - 3 { // inv, quiet and broken are plugins too
@@ -823,6 +840,7 @@ func TestFullScanReportsProgress(t *testing.T) {
 }
 
 func TestCancellationStopsRequests(t *testing.T) {
+	t.Parallel()
 	f := newInvNetBox(t)
 	entered, stopped := make(chan struct{}), make(chan struct{})
 	f.handle(searchPath, func(w http.ResponseWriter, r *http.Request) {
@@ -917,6 +935,7 @@ const initializeLine = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{
 // with -32700 or -32600, ids that are not strings or integers within ±2^53
 // are not mangled, and every request gets exactly one reply.
 func TestStdioLines(t *testing.T) {
+	t.Parallel()
 	f := newInvNetBox(t)
 	s := newStdioSession(t, newBridge(f, false))
 	ping := `{"jsonrpc":"2.0","id":5,"method":"ping"}`
@@ -990,6 +1009,7 @@ func TestStdioLines(t *testing.T) {
 // TestStdioDuplicateID: a request whose id is still in flight is refused
 // with -32600; the first request still gets its own reply.
 func TestStdioDuplicateID(t *testing.T) {
+	t.Parallel()
 	f := newInvNetBox(t)
 	entered, release := make(chan struct{}, 4), make(chan struct{})
 	f.handle(searchPath, func(w http.ResponseWriter, r *http.Request) {
@@ -1020,6 +1040,7 @@ func TestStdioDuplicateID(t *testing.T) {
 // TestStdioStatelessRequest: a 2026-07-28 client sends requests with their
 // protocol version in _meta and no initialize; they are not refused.
 func TestStdioStatelessRequest(t *testing.T) {
+	t.Parallel()
 	s := newStdioSession(t, newBridge(newInvNetBox(t), false))
 	s.send(`{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
 		`"io.modelcontextprotocol/clientCapabilities":{}}}}`)
@@ -1065,6 +1086,7 @@ func BenchmarkCallToolRead(b *testing.B) {
 // bounded in time, and in memory by what the whole process allocated during
 // it (an upper bound of the peak).
 func TestHostileNetBox(t *testing.T) {
+	// Serial: allocatedDuring counts the whole process's allocations.
 	const manifestPath, rootPath = "/api/plugins/inv/mcp/", "/api/plugins/inv/"
 	type hostileCase struct {
 		name   string
@@ -1208,6 +1230,7 @@ func policyBridge(f *fakeNetBox, policy writePolicy, mode string, log io.Writer)
 // ask a human and one that cannot, for a read, a write, a destructive tool
 // and a dry run. The oracle is SPEC §13's sentence for each mode.
 func TestConfirmationMatrix(t *testing.T) {
+	t.Parallel()
 	type call struct {
 		tool   string
 		effect string
@@ -1265,6 +1288,7 @@ func TestConfirmationMatrix(t *testing.T) {
 // TestConfirmationAnswers: only accept with confirm true dispatches; every
 // other answer is not_confirmed, says what happened, and sends nothing.
 func TestConfirmationAnswers(t *testing.T) {
+	t.Parallel()
 	defer func(d time.Duration) { confirmTimeout = d }(confirmTimeout)
 	confirmTimeout = 300 * time.Millisecond
 	for _, c := range []struct {
@@ -1332,6 +1356,7 @@ func TestConfirmationAnswers(t *testing.T) {
 // TestConfirmationQuestion: the question states the exact request, the body
 // clipped to 4 KiB, and asks for the one boolean SPEC §13 gives.
 func TestConfirmationQuestion(t *testing.T) {
+	t.Parallel()
 	f := newInvNetBox(t)
 	a := &asker{answer: accept(true)}
 	cs := connect(t, policyBridge(f, writePolicy{all: true}, "writes", io.Discard), protocolVersions[0], &mcp.ClientOptions{ElicitationHandler: a.handle})
@@ -1360,6 +1385,7 @@ func TestConfirmationQuestion(t *testing.T) {
 // TestConfirmationNewProtocol: a 2026-07-28 client is asked through a
 // multi round-trip result; its answer confirms exactly the request shown.
 func TestConfirmationNewProtocol(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		answer func(ctx context.Context) (*mcp.ElicitResult, error)
 		writes int
@@ -1429,6 +1455,7 @@ func specV1Name(token string) string {
 }
 
 func TestAuditRecords(t *testing.T) {
+	t.Parallel()
 	f := newInvNetBox(t)
 	f.handle(recordsPath, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Request-ID", "req-42")
@@ -1485,6 +1512,7 @@ func TestAuditRecords(t *testing.T) {
 // TestStdioEndsOnEOF: stdin ending while the session ends on its own never
 // leaves serveStdio waiting (a race that once hung the process).
 func TestStdioEndsOnEOF(t *testing.T) {
+	t.Parallel()
 	server := newMCPServer(newBridge(newInvNetBox(t), false), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	for i := range 300 {
 		done := make(chan error, 1)
@@ -1508,6 +1536,7 @@ func TestStdioEndsOnEOF(t *testing.T) {
 // TestConfirmationIsSpentOnce: an answer confirms one request of one caller,
 // once, within the question's ten minutes.
 func TestConfirmationIsSpentOnce(t *testing.T) {
+	t.Parallel()
 	defer func(d time.Duration) { confirmTimeout = d }(confirmTimeout)
 	f := newInvNetBox(t)
 	f.setToken("")
@@ -1559,6 +1588,7 @@ func TestConfirmationIsSpentOnce(t *testing.T) {
 // TestConfirmationReadsEachRequestsCapabilities: a 2026-07-28 request that
 // declares elicitation is asked, whatever an earlier request declared.
 func TestConfirmationReadsEachRequestsCapabilities(t *testing.T) {
+	t.Parallel()
 	s := newStdioSession(t, policyBridge(newInvNetBox(t), writePolicy{all: true}, "destructive", io.Discard))
 	meta := func(caps string) string {
 		return `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}`
@@ -1579,6 +1609,7 @@ func TestConfirmationReadsEachRequestsCapabilities(t *testing.T) {
 // and error is refused; initialize counts once it is answered without an
 // error, and only once.
 func TestStdioInitializeAndResponses(t *testing.T) {
+	t.Parallel()
 	s := newStdioSession(t, newBridge(newInvNetBox(t), false))
 	for _, line := range []string{`{"jsonrpc":"2.0","id":8}`, `{"jsonrpc":"2.0","id":81,"result":1,"error":{"code":1,"message":"x"}}`} {
 		s.send(line)
@@ -1601,6 +1632,7 @@ func TestStdioInitializeAndResponses(t *testing.T) {
 // TestV2TokenNeedsKeyAndSecret: a v2 token without its dot would be logged
 // whole as its "key"; it is refused.
 func TestV2TokenNeedsKeyAndSecret(t *testing.T) {
+	t.Parallel()
 	for _, token := range []string{"nbt_" + secret, "nbt_." + secret, "nbt_" + secret + "."} {
 		if _, err := authorization(token); err == nil || strings.Contains(err.Error(), secret) {
 			t.Errorf("%q: %v", token, err)
@@ -1634,6 +1666,7 @@ func serveBranches(f *fakeNetBox, statuses map[string]string) {
 // agent cannot choose a branch itself; the dry run, the question to a human
 // and the audit name the branch.
 func TestBranch(t *testing.T) {
+	t.Parallel()
 	f := newInvNetBox(t)
 	serveBranches(f, map[string]string{"review": "ready", "fresh": "provisioning"})
 	var log bytes.Buffer
@@ -1758,6 +1791,7 @@ func checkIndex(t *testing.T, text string, tools int) {
 // catalog; with plugin that plugin's full descriptors; one document as text
 // and as structured content.
 func TestCatalogForms(t *testing.T) {
+	t.Parallel()
 	// A small catalog: the full form.
 	f := newInvNetBox(t)
 	cs := connect(t, newBridge(f, false), protocolVersions[0], nil)
@@ -1796,6 +1830,7 @@ func TestCatalogForms(t *testing.T) {
 // or must allow the write and that the same call must not be retried unless
 // the human asks; never "correct the call and retry".
 func TestRefusalsNeverInviteARetry(t *testing.T) {
+	t.Parallel()
 	f := newInvNetBox(t)
 	say := func(name string, r result, code string) {
 		t.Helper()
@@ -1843,6 +1878,7 @@ func TestRefusalsNeverInviteARetry(t *testing.T) {
 // as bytes / 4, the figure in the README) and names the two-step catalog,
 // dry_run, a human's yes for writes, and outcome_unknown.
 func TestModelFacingText(t *testing.T) {
+	t.Parallel()
 	f := newInvNetBox(t)
 	cs := connect(t, newBridge(f, true), protocolVersions[0], nil)
 	text := cs.InitializeResult().Instructions
