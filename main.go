@@ -32,6 +32,7 @@ import (
 	"io/fs"
 	"log"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
@@ -110,6 +111,14 @@ const (
 	exitUsage   = 2
 )
 
+// exitFor is the exit code of a command that found problems, or none.
+func exitFor(problems bool) int {
+	if problems {
+		return exitInvalid
+	}
+	return exitOK
+}
+
 func main() {
 	// SPEC §11: the process stays under 64 MiB. Its Go memory is held near
 	// memoryLimit, where the collector works harder instead of letting the
@@ -159,15 +168,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, env environme
 		return runCheck(o, positional, stdin, stdout, env)
 	case cmd != "help" && len(positional) > 0:
 		return o.fail("unexpected argument %q", positional[0])
-	}
-	switch cmd {
-	case "serve":
+	case cmd == "serve":
 		return runServe(o, stdin, stdout, env)
-	case "scan":
+	case cmd == "scan":
 		return runScan(o, stdout, env)
-	case "healthcheck":
+	case cmd == "healthcheck":
 		return runHealthcheck(o, stdout)
-	case "version":
+	case cmd == "version":
 		fmt.Fprintln(stdout, versionLine())
 	default:
 		fmt.Fprint(stdout, usage)
@@ -190,10 +197,8 @@ func (o *options) fail(format string, a ...any) int {
 func versionLine() string {
 	sdk := "unknown"
 	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, d := range bi.Deps {
-			if d.Path == "github.com/modelcontextprotocol/go-sdk" {
-				sdk = d.Version
-			}
+		if i := slices.IndexFunc(bi.Deps, func(d *debug.Module) bool { return d.Path == "github.com/modelcontextprotocol/go-sdk" }); i >= 0 {
+			sdk = bi.Deps[i].Version
 		}
 	}
 	return fmt.Sprintf("netbox-plugin-bridge %s (go-sdk %s)", bridgeVersion(), sdk)
@@ -231,7 +236,10 @@ func (o *options) newFlags(cmd string) *flag.FlagSet {
 	if cmd == "serve" || cmd == "scan" || cmd == "check" {
 		fs.StringVar(&o.profile, "profile", "", "")
 		fs.BoolVar(&o.demo, "demo", false, "")
-		fs.Var(timeoutValue{&o.timeout}, "timeout", "")
+		fs.Func("timeout", "", func(s string) (err error) {
+			o.timeout, err = parseTimeout(s)
+			return err
+		})
 		fs.Var(&o.allowMutations, "allow-mutations", "")
 		fs.StringVar(&o.branch, "branch", "", "")
 		fs.Var(switchValue{&o.branchOnly}, "branch-only", "")
@@ -250,25 +258,24 @@ func (o *options) newFlags(cmd string) *flag.FlagSet {
 		fs.StringVar(&o.http, "http", "", "")
 		fs.StringVar(&o.tlsCert, "tls-cert", "", "")
 		fs.StringVar(&o.tlsKey, "tls-key", "", "")
+	case "check":
+		fs.StringVar(&o.format, "format", "text", "")
+		fs.StringVar(&o.tool, "tool", "", "")
+		fs.Func("arguments", "", func(s string) error {
+			o.arguments = append(o.arguments, s)
+			return nil
+		})
+		fs.StringVar(&o.response, "response", "", "")
+		fallthrough
 	case "scan":
 		fs.StringVar(&o.plugin, "plugin", "", "")
 		fs.BoolVar(&o.json, "json", false, "")
-	case "check":
-		fs.StringVar(&o.plugin, "plugin", "", "")
-		fs.BoolVar(&o.json, "json", false, "")
-		fs.StringVar(&o.format, "format", "text", "")
-		fs.StringVar(&o.tool, "tool", "", "")
-		fs.Var(listValue{&o.arguments}, "arguments", "")
-		fs.StringVar(&o.response, "response", "", "")
 	}
 	return fs
 }
 
 // setting names where a flag's value came from, for messages.
 func (o *options) setting(name string) string { return cmp.Or(o.from[name], "--"+name) }
-
-// typed reports whether the command line itself set a flag.
-func (o *options) typed(name string) bool { return o.given[name] }
 
 // parse parses a command's flags, before and after the positional
 // arguments it returns, then sets each flag the command line left out from
@@ -316,18 +323,14 @@ func (o *options) parse(fs *flag.FlagSet, args []string, env environment, stdout
 	}
 	o.given, o.from = map[string]bool{}, map[string]string{}
 	fs.Visit(func(f *flag.Flag) { o.given[f.Name] = true })
-	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		variable := flagVariables[f.Name]
-		if value := env.getenv(variable); err == nil && variable != "" && value != "" && !o.given[f.Name] {
-			if err = fs.Set(f.Name, value); err != nil {
-				err = fmt.Errorf("%s %s: %v", variable, quote(clip(value, 60)), err)
+	for _, name := range slices.Sorted(maps.Keys(flagVariables)) {
+		variable := flagVariables[name]
+		if value := env.getenv(variable); value != "" && !o.given[name] && fs.Lookup(name) != nil {
+			if err := fs.Set(name, value); err != nil {
+				return fail("%s %s: %v", variable, quote(clip(value, 60)), err)
 			}
-			o.from[f.Name] = variable
+			o.from[name] = variable
 		}
-	})
-	if err != nil {
-		return fail("%v", err)
 	}
 	return positional, exitOK, true
 }
@@ -391,24 +394,6 @@ func (v switchValue) Set(s string) (err error) {
 	return err
 }
 
-// timeoutValue is --timeout: a duration, or a number of seconds.
-type timeoutValue struct{ d *time.Duration }
-
-func (v timeoutValue) String() string { return "" }
-func (v timeoutValue) Set(s string) (err error) {
-	*v.d, err = parseTimeout(s)
-	return err
-}
-
-// listValue collects a flag given several times.
-type listValue struct{ list *[]string }
-
-func (v listValue) String() string { return "" }
-func (v listValue) Set(s string) error {
-	*v.list = append(*v.list, s)
-	return nil
-}
-
 // parseTimeout reads a timeout: a Go duration (30s, 1m) or a number of
 // seconds (30, 2.5), more than 0 and at most a day.
 func parseTimeout(s string) (time.Duration, error) {
@@ -456,10 +441,8 @@ func readPrivate(path string) ([]byte, error) { return readFile(path, secretFile
 // Windows has no such modes; there a private file need only be regular.
 func readFile(path string, limit int, private bool) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if pe, ok := err.(*fs.PathError); ok {
-		return nil, fmt.Errorf("%s: %w", path, pe.Err)
-	} else if err != nil {
-		return nil, err
+	if err != nil { // a *fs.PathError, named by the path alone
+		return nil, fmt.Errorf("%s: %w", path, errors.Unwrap(err))
 	}
 	defer f.Close()
 	info, err := f.Stat()
@@ -711,24 +694,23 @@ func startConfig(o *options, env environment) (cfg *config, stop func(), warning
 // configuration error does not stop it: every tool call answers
 // config_error instead, so the MCP client can show the reason.
 func runServe(o *options, stdin io.Reader, stdout io.Writer, env environment) int {
-	fail, stderr := o.fail, o.stderr
 	var level slog.Level
 	switch {
 	case o.logFormat != "text" && o.logFormat != "json":
-		return fail("%s %s is not text or json", o.setting("log-format"), quote(clip(o.logFormat, 40)))
+		return o.fail("%s %s is not text or json", o.setting("log-format"), quote(clip(o.logFormat, 40)))
 	case level.UnmarshalText([]byte(o.logLevel)) != nil:
-		return fail("%s %s is not debug, info, warn or error", o.setting("log-level"), quote(clip(o.logLevel, 40)))
+		return o.fail("%s %s is not debug, info, warn or error", o.setting("log-level"), quote(clip(o.logLevel, 40)))
 	case (o.tlsCert == "") != (o.tlsKey == ""):
-		return fail("--tls-cert and --tls-key go together: give both, or neither")
+		return o.fail("--tls-cert and --tls-key go together: give both, or neither")
 	case o.http == "" && (o.tlsCert != "" || o.authFile != "" || o.trustedProxies != ""):
-		return fail("--tls-cert, --tls-key, --auth-token-file and --trusted-proxies go with --http")
+		return o.fail("--tls-cert, --tls-key, --auth-token-file and --trusted-proxies go with --http")
 	}
-	logger := newLogger(stderr, o.logFormat, level)
-	audit := newLogger(stderr, o.logFormat, slog.LevelInfo).Handler() // every write decision, whatever the level
+	logger := newLogger(o.stderr, o.logFormat, level)
+	audit := newLogger(o.stderr, o.logFormat, slog.LevelInfo).Handler() // every write decision, whatever the level
 	if o.auditFile != "" {
 		f, err := os.OpenFile(o.auditFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
-			return fail("%s: %v", o.setting("audit-file"), err)
+			return o.fail("%s: %v", o.setting("audit-file"), err)
 		}
 		defer f.Close()
 		audit = slog.NewMultiHandler(audit, slog.NewJSONHandler(f, nil))
@@ -757,7 +739,7 @@ func runServe(o *options, stdin io.Reader, stdout io.Writer, env environment) in
 		branchOnly: o.branchOnly, noCallToken: o.noCallToken}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	server := newMCPServer(b, newLogger(stderr, o.logFormat, max(level, slog.LevelWarn)))
+	server := newMCPServer(b, newLogger(o.stderr, o.logFormat, max(level, slog.LevelWarn)))
 	if o.http != "" {
 		return serveHTTP(ctx, o, env, server, b, logger)
 	}
@@ -798,10 +780,7 @@ func runHealthcheck(o *options, stdout io.Writer) int {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
 	fmt.Fprintf(stdout, "%d %s\n", resp.StatusCode, printable(strings.TrimSpace(string(body))))
-	if resp.StatusCode != http.StatusOK {
-		return exitInvalid
-	}
-	return exitOK
+	return exitFor(resp.StatusCode != http.StatusOK)
 }
 
 // newLogger logs to w in the text or JSON form of log/slog.
@@ -832,7 +811,6 @@ var requestBodies = newBudget(8 << 20)
 // then drains. A configured NetBox token makes the identity shared: callers
 // then present the MCP bearer token instead of their own NetBox token.
 func serveHTTP(ctx context.Context, o *options, env environment, server *mcp.Server, b *bridge, logger *slog.Logger) int {
-	fail := o.fail
 	f := newFront(server, logger)
 	if b.cfgErr != nil {
 		f.notReady = "not ready: " + b.cfgErr.Error()
@@ -849,12 +827,12 @@ func serveHTTP(ctx context.Context, o *options, env environment, server *mcp.Ser
 		if o.authFile != "" {
 			data, err := env.readFile(o.authFile)
 			if err != nil {
-				return fail("%s: %v", o.setting("auth-token-file"), err)
+				return o.fail("%s: %v", o.setting("auth-token-file"), err)
 			}
 			f.bearer = strings.TrimSuffix(string(data), "\n")
 		}
 		if f.bearer == "" || hasControl(f.bearer) {
-			return fail("a NetBox token is configured, so every HTTP caller would act with it: set NETBOX_MCP_AUTH_TOKEN (or --auth-token-file) to the token callers must present, or leave the NetBox token out so that each caller brings their own")
+			return o.fail("a NetBox token is configured, so every HTTP caller would act with it: set NETBOX_MCP_AUTH_TOKEN (or --auth-token-file) to the token callers must present, or leave the NetBox token out so that each caller brings their own")
 		}
 	}
 	for _, cidr := range strings.Split(o.trustedProxies, ",") {
@@ -866,7 +844,7 @@ func serveHTTP(ctx context.Context, o *options, env environment, server *mcp.Ser
 			prefix, err = addr.Prefix(addr.BitLen())
 		}
 		if err != nil {
-			return fail("%s: %s is not an address or a CIDR range such as 10.0.0.0/8", o.setting("trusted-proxies"), quote(clip(cidr, 60)))
+			return o.fail("%s: %s is not an address or a CIDR range such as 10.0.0.0/8", o.setting("trusted-proxies"), quote(clip(cidr, 60)))
 		}
 		f.trusted = append(f.trusted, prefix)
 	}
@@ -874,16 +852,16 @@ func serveHTTP(ctx context.Context, o *options, env environment, server *mcp.Ser
 	if o.tlsCert != "" {
 		cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
 		if err != nil {
-			return fail("%s and %s: %v", o.setting("tls-cert"), o.setting("tls-key"), err)
+			return o.fail("%s and %s: %v", o.setting("tls-cert"), o.setting("tls-key"), err)
 		}
 		certs = append(certs, cert)
 	}
 	if strings.Trim(o.http, "0123456789") == "" {
-		return fail("%s %s: give an address with a port, such as :%[2]s or 127.0.0.1:%[2]s", o.setting("http"), o.http)
+		return o.fail("%s %s: give an address with a port, such as :%[2]s or 127.0.0.1:%[2]s", o.setting("http"), o.http)
 	}
 	ln, err := net.Listen("tcp", o.http)
 	if err != nil {
-		return fail("%s %s: %v", o.setting("http"), o.http, err)
+		return o.fail("%s %s: %v", o.setting("http"), o.http, err)
 	}
 	if host, _, _ := net.SplitHostPort(o.http); certs == nil && !loopback(host) {
 		logger.Warn("listening on " + o.http + " without TLS: tokens cross the network in clear unless TLS terminates in front")
@@ -1149,9 +1127,8 @@ func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter 
 // ---- scan ----
 
 func runScan(o *options, stdout io.Writer, env environment) int {
-	stderr := o.stderr
 	fail := func(code, msg string) int {
-		fmt.Fprintf(stderr, "netbox-plugin-bridge scan: %s: %s\n", code, msg)
+		fmt.Fprintf(o.stderr, "netbox-plugin-bridge scan: %s: %s\n", code, msg)
 		if o.json {
 			doc, _ := json.Marshal(map[string]map[string]string{"error": {"code": code, "message": msg}})
 			fmt.Fprintln(stdout, string(doc))
@@ -1188,17 +1165,14 @@ func runScan(o *options, stdout io.Writer, env environment) int {
 		cat = &catalog{problems: []scanProblem{{o.plugin, be.Code, be.Message}}}
 	}
 	if schemaID != "" {
-		fmt.Fprintf(stderr, "netbox-plugin-bridge scan: in NetBox branch %s, which calls select with X-NetBox-Branch: %s\n", quote(c.branch), schemaID)
+		fmt.Fprintf(o.stderr, "netbox-plugin-bridge scan: in NetBox branch %s, which calls select with X-NetBox-Branch: %s\n", quote(c.branch), schemaID)
 	}
 	if o.json {
 		stdout.Write(append(catalogDocument(cat, o.plugin != ""), '\n'))
 	} else {
 		printCatalog(stdout, cat)
 	}
-	if len(cat.problems) > 0 {
-		return exitInvalid
-	}
-	return exitOK
+	return exitFor(len(cat.problems) > 0)
 }
 
 func printCatalog(w io.Writer, cat *catalog) {
@@ -1235,18 +1209,17 @@ func printable(s string) string {
 // demo), its warnings and one line naming the NetBox and the token on
 // stderr, and a context that a signal ends. stop ends both.
 func openNetBox(o *options, env environment) (*client, context.Context, func(), error) {
-	command, stderr := o.cmd, o.stderr
 	cfg, stopDemo, warnings, err := startConfig(o, env)
 	if err != nil {
 		return nil, nil, stopDemo, err
 	}
 	for _, w := range warnings {
-		fmt.Fprintf(stderr, "netbox-plugin-bridge %s: warning: %s\n", command, w)
+		fmt.Fprintf(o.stderr, "netbox-plugin-bridge %s: warning: %s\n", o.cmd, w)
 	}
 	if o.demo {
-		fmt.Fprintf(stderr, "netbox-plugin-bridge %s: the built-in demo NetBox at %s; its plugin \"broken\" is broken on purpose, to show a problem\n", command, cfg.base)
+		fmt.Fprintf(o.stderr, "netbox-plugin-bridge %s: the built-in demo NetBox at %s; its plugin \"broken\" is broken on purpose, to show a problem\n", o.cmd, cfg.base)
 	} else {
-		fmt.Fprintf(stderr, "netbox-plugin-bridge %s: NetBox %s, %s\n", command, cfg.base, cfg.describeToken("", ""))
+		fmt.Fprintf(o.stderr, "netbox-plugin-bridge %s: NetBox %s, %s\n", o.cmd, cfg.base, cfg.describeToken("", ""))
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	return newClient(cfg), ctx, func() { cancel(); stopDemo() }, nil
@@ -1294,8 +1267,16 @@ func printFindings(w io.Writer, format string, findings []finding) {
 	}
 }
 
+// checkReport is the --json document of check and, with its tools, of
+// check --plugin.
+type checkReport struct {
+	Valid    bool       `json:"valid"`
+	Problems []finding  `json:"problems"`
+	Tools    []liveTool `json:"tools,omitzero"`
+}
+
 // printJSON prints a check's --json document.
-func printJSON(w io.Writer, doc any) {
+func printJSON(w io.Writer, doc checkReport) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
@@ -1305,55 +1286,50 @@ func printJSON(w io.Writer, doc any) {
 // runCheck is the contract check for plugin authors: offline on manifest
 // files, or live with --plugin.
 func runCheck(o *options, files []string, stdin io.Reader, stdout io.Writer, env environment) int {
-	fail := o.fail
 	if _, _, err := loadPolicy(o); err != nil {
-		return fail("%v", err) // a typo in the safety switch is loud everywhere
+		return o.fail("%v", err) // a typo in the safety switch is loud everywhere
 	}
 	switch {
 	case o.format != "text" && o.format != "github":
-		return fail("--format %s is not text or github", quote(clip(o.format, 40)))
+		return o.fail("--format %s is not text or github", quote(clip(o.format, 40)))
 	case o.plugin != "" && (len(files) > 0 || o.tool != "" || o.response != ""):
-		return fail("--plugin checks a plugin live: give no manifest file, --tool or --response")
+		return o.fail("--plugin checks a plugin live: give no manifest file, --tool or --response")
 	case o.plugin != "" && !slugPattern.MatchString(o.plugin):
-		return fail("--plugin %s is not a plugin slug (%s)", quote(clip(o.plugin, 80)), slugPattern)
+		return o.fail("--plugin %s is not a plugin slug (%s)", quote(clip(o.plugin, 80)), slugPattern)
 	case o.plugin != "":
 		return runLiveCheck(o, stdin, stdout, env)
-	case o.demo || o.profile != "" || o.timeout != 0 || o.typed("allow-mutations") || o.typed("branch"):
-		return fail("--demo, --profile, --timeout, --allow-mutations and --branch go with --plugin")
+	case o.demo || o.profile != "" || o.timeout != 0 || o.given["allow-mutations"] || o.given["branch"]:
+		return o.fail("--demo, --profile, --timeout, --allow-mutations and --branch go with --plugin")
 	case len(files) == 0:
-		return fail("give one or more manifest files, or - for standard input")
+		return o.fail("give one or more manifest files, or - for standard input")
 	case o.tool == "" && (len(o.arguments) > 0 || o.response != ""):
-		return fail("--arguments and --response need --tool")
+		return o.fail("--arguments and --response need --tool")
 	case o.tool != "" && len(files) > 1:
-		return fail("--tool checks one manifest, not %d", len(files))
+		return o.fail("--tool checks one manifest, not %d", len(files))
 	case len(o.arguments) > 1:
-		return fail("--arguments is given %d times; give it once", len(o.arguments))
+		return o.fail("--arguments is given %d times; give it once", len(o.arguments))
 	}
 	all := []finding{}
 	unreadable := false
 	for _, file := range files {
-		data, err := readDocument(file, manifestLimits.bytes, stdin)
-		if err != nil { // reported among the others; the rest are checked
-			f := finding{file, problem{Message: "cannot read: " + strings.TrimPrefix(err.Error(), file+": ")}}
-			all, unreadable = append(all, f), true
-			if !o.json {
-				printFindings(stdout, o.format, []finding{f})
-			}
-			continue
+		var m *manifest
+		var ps problems
+		if data, err := readDocument(file, manifestLimits.bytes, stdin); err != nil { // reported among the others; the rest are checked
+			ps.add("", "cannot read: %s", strings.TrimPrefix(err.Error(), file+": "))
+			unreadable = true
+		} else {
+			m, ps = parseManifest(data)
 		}
-		m, ps := parseManifest(data)
 		checked := "manifest"
-		var t *tool
 		if m != nil && o.tool != "" {
-			t = m.tool(o.tool)
-		}
-		if m != nil && o.tool != "" && t == nil {
-			var names []string
-			for _, t := range m.tools {
-				names = append(names, t.name)
+			t := m.tool(o.tool)
+			if t == nil {
+				var names []string
+				for _, t := range m.tools {
+					names = append(names, t.name)
+				}
+				return o.fail("%s has no tool %s; its tools are %s", file, quote(o.tool), strings.Join(names, ", "))
 			}
-			return fail("%s has no tool %s; its tools are %s", file, quote(o.tool), strings.Join(names, ", "))
-		} else if t != nil {
 			for _, doc := range []struct {
 				name, value string
 				schema      *schema
@@ -1363,7 +1339,7 @@ func runCheck(o *options, files []string, stdin io.Reader, stdout io.Writer, env
 				}
 				data, err := documentArgument("--"+doc.name, doc.value, stdin)
 				if err != nil {
-					return fail("%v", err)
+					return o.fail("%v", err)
 				}
 				if err := doc.schema.validateBytes(data, instanceLimits, doc.name); err != nil {
 					ps.addErr(err)
@@ -1371,30 +1347,24 @@ func runCheck(o *options, files []string, stdin io.Reader, stdout io.Writer, env
 				checked += fmt.Sprintf("; %s for %s", doc.name, o.tool)
 			}
 		}
-		var found []finding
+		n := len(all)
 		for _, p := range ps.capped() {
-			found = append(found, finding{file, p})
+			all = append(all, finding{file, p})
 		}
-		if all = append(all, found...); !o.json {
-			printFindings(stdout, o.format, found)
+		if !o.json {
+			printFindings(stdout, o.format, all[n:])
 		}
 		if len(ps) == 0 && !o.json {
 			fmt.Fprintf(stdout, "%s: valid (%s)\n", file, checked)
 		}
 	}
 	if o.json {
-		printJSON(stdout, struct {
-			Valid    bool      `json:"valid"`
-			Problems []finding `json:"problems"`
-		}{len(all) == 0, all})
+		printJSON(stdout, checkReport{Valid: len(all) == 0, Problems: all})
 	}
-	switch {
-	case unreadable:
+	if unreadable {
 		return exitUsage
-	case len(all) > 0:
-		return exitInvalid
 	}
-	return exitOK
+	return exitFor(len(all) > 0)
 }
 
 // readDocument reads a document to check: a file, or standard input for -.
@@ -1439,23 +1409,22 @@ type liveTool struct {
 // advertisement, its manifest, that each read refuses a caller without a
 // token, and each read's answer.
 func runLiveCheck(o *options, stdin io.Reader, stdout io.Writer, env environment) int {
-	fail, stderr := o.fail, o.stderr
 	given := map[string]string{}
 	for _, a := range o.arguments {
 		name, value, ok := strings.Cut(a, "=")
 		if !ok || name == "" {
-			return fail("--arguments %s: give TOOL=JSON or TOOL=@FILE", quote(clip(a, 60)))
+			return o.fail("--arguments %s: give TOOL=JSON or TOOL=@FILE", quote(clip(a, 60)))
 		}
 		data, err := documentArgument("--arguments "+name, value, stdin)
 		if err != nil {
-			return fail("%v", err)
+			return o.fail("%v", err)
 		}
 		given[name] = string(data)
 	}
 	c, ctx, stop, err := openNetBox(o, env)
 	defer stop()
 	if err != nil {
-		return fail("%v", err)
+		return o.fail("%v", err)
 	}
 	var m *manifest
 	var rootErr, manifestErr error
@@ -1464,7 +1433,7 @@ func runLiveCheck(o *options, stdin io.Reader, stdout io.Writer, env environment
 	var me *manifestError
 	switch {
 	case cannotCheck(rootErr, o.plugin):
-		fmt.Fprintf(stderr, "netbox-plugin-bridge check: %v\n", rootErr)
+		fmt.Fprintf(o.stderr, "netbox-plugin-bridge check: %v\n", rootErr)
 		return exitUsage // nothing could be checked: NetBox unreachable, or the token refused
 	case rootErr != nil:
 		ps.add("advertisement", "%v", rootErr)
@@ -1478,27 +1447,20 @@ func runLiveCheck(o *options, stdin io.Reader, stdout io.Writer, env environment
 	case manifestErr != nil:
 		ps.add("manifest", "%v", manifestErr)
 	case branchErr != nil:
-		fmt.Fprintf(stderr, "netbox-plugin-bridge check: %v\n", branchErr)
+		fmt.Fprintf(o.stderr, "netbox-plugin-bridge check: %v\n", branchErr)
 		return exitUsage
 	}
 	tools := []liveTool{}
-	reads, writes := 0, 0
 	if len(ps) == 0 {
 		cat := &catalog{plugin: o.plugin}
 		cat.add(o.plugin, m)
 		for name := range given {
 			if _, err := cat.find(name); err != nil {
-				return fail("--arguments %s: %v", name, err)
+				return o.fail("--arguments %s: %v", name, err)
 			}
 		}
 		for _, ct := range cat.tools {
-			lt := checkLiveTool(ctx, c, ct, given, schemaID, &ps)
-			if lt.Called {
-				reads++
-			} else if lt.Effect != "read" {
-				writes++
-			}
-			tools = append(tools, lt)
+			tools = append(tools, checkLiveTool(ctx, c, ct, given, schemaID, &ps))
 		}
 	}
 	found := []finding{}
@@ -1510,16 +1472,16 @@ func runLiveCheck(o *options, stdin io.Reader, stdout io.Writer, env environment
 		for i := range found {
 			found[i].Tool = "" // SPEC §15: location and message
 		}
-		printJSON(stdout, struct {
-			Valid    bool       `json:"valid"`
-			Problems []finding  `json:"problems"`
-			Tools    []liveTool `json:"tools"`
-		}{len(ps) == 0, found, tools})
+		printJSON(stdout, checkReport{len(ps) == 0, found, tools})
 	} else {
 		printFindings(stdout, o.format, found)
+		reads, writes := 0, 0
 		for _, t := range tools {
 			if t.Called {
+				reads++
 				t.note = fmt.Sprintf("called: %d", *t.Status)
+			} else if t.Effect != "read" {
+				writes++
 			}
 			fmt.Fprintf(stdout, "%s (%s): %s\n", t.Name, t.Effect, t.note)
 		}
@@ -1529,10 +1491,7 @@ func runLiveCheck(o *options, stdin io.Reader, stdout io.Writer, env environment
 		}
 		fmt.Fprintf(stdout, "%s: %s — %d tools, %d read(s) called, %d write(s) as dry runs\n", o.plugin, verdict, len(tools), reads, writes)
 	}
-	if len(ps) > 0 {
-		return exitInvalid
-	}
-	return exitOK
+	return exitFor(len(ps) > 0)
 }
 
 // checkLiveTool checks one tool live: a read is probed without a token and
