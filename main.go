@@ -154,10 +154,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, env environme
 	case len(args) > 0 && !strings.HasPrefix(args[0], "-"):
 		cmd, args = args[0], args[1:]
 	}
-	o := &options{cmd: cmd, stderr: stderr}
+	o := &options{stderr: stderr}
 	if !slices.Contains(commands, cmd) {
 		return o.fail("unknown command %q%s", cmd, suggest(cmd, commands, ""))
 	}
+	o.cmd = cmd
 	positional, code, ok := o.parse(o.newFlags(cmd), args, env, stdout)
 	switch {
 	case !ok:
@@ -182,13 +183,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, env environme
 	return exitOK
 }
 
-// fail reports a usage or configuration error of the command on one line
-// and returns exit code 2.
+// fail reports a usage or configuration error of the command, if there
+// is one, on one line and returns exit code 2.
 func (o *options) fail(format string, a ...any) int {
-	prefix := "netbox-plugin-bridge " + o.cmd
-	if !slices.Contains(commands, o.cmd) {
-		prefix = "netbox-plugin-bridge"
-	}
+	prefix := strings.TrimSpace("netbox-plugin-bridge " + o.cmd)
 	fmt.Fprintf(o.stderr, "%s: %s; run 'netbox-plugin-bridge help'\n", prefix, fmt.Sprintf(format, a...))
 	return exitUsage
 }
@@ -242,7 +240,7 @@ func (o *options) newFlags(cmd string) *flag.FlagSet {
 		})
 		fs.Var(&o.allowMutations, "allow-mutations", "")
 		fs.StringVar(&o.branch, "branch", "", "")
-		fs.Var(switchValue{&o.branchOnly}, "branch-only", "")
+		switchFlag(fs, "branch-only", &o.branchOnly)
 	}
 	switch cmd {
 	case "serve":
@@ -250,7 +248,7 @@ func (o *options) newFlags(cmd string) *flag.FlagSet {
 		fs.StringVar(&o.logFormat, "log-format", "text", "")
 		fs.StringVar(&o.logLevel, "log-level", "info", "")
 		fs.StringVar(&o.auditFile, "audit-file", "", "")
-		fs.Var(switchValue{&o.noCallToken}, "no-call-token", "")
+		switchFlag(fs, "no-call-token", &o.noCallToken)
 		fs.StringVar(&o.authFile, "auth-token-file", "", "")
 		fs.StringVar(&o.trustedProxies, "trusted-proxies", "", "")
 		fallthrough
@@ -384,14 +382,12 @@ func (v *optionalValue) Set(s string) error {
 	return nil
 }
 
-// switchValue is a boolean flag whose variable takes the switch words.
-type switchValue struct{ on *bool }
-
-func (v switchValue) String() string   { return "" }
-func (v switchValue) IsBoolFlag() bool { return true }
-func (v switchValue) Set(s string) (err error) {
-	*v.on, err = switchWord(s)
-	return err
+// switchFlag registers a boolean flag whose variable takes the switch words.
+func switchFlag(fs *flag.FlagSet, name string, on *bool) {
+	fs.BoolFunc(name, "", func(s string) (err error) {
+		*on, err = switchWord(s)
+		return err
+	})
 }
 
 // parseTimeout reads a timeout: a Go duration (30s, 1m) or a number of
@@ -432,13 +428,13 @@ const secretFileLimit = 1 << 20
 // readPrivate reads a file that holds a secret (SPEC §2, §14).
 func readPrivate(path string) ([]byte, error) { return readFile(path, secretFileLimit, true) }
 
-// readFile reads a file, or standard input for "-", up to one byte past
-// limit, so that a decoder can tell an oversize document. Before reading a
-// byte it refuses what would never end (a directory, a device such as
-// /dev/zero) and, for a private file that holds a secret, what another
-// local user could have written or read: a file that is not regular (a
-// FIFO), that group or others may read or write, or that another user owns.
-// Windows has no such modes; there a private file need only be regular.
+// readFile reads a file up to one byte past limit, so that a decoder can
+// tell an oversize document. Before reading a byte it refuses what would
+// never end (a directory, a device such as /dev/zero) and, for a private
+// file that holds a secret, what another local user could have written or
+// read: a file that is not regular (a FIFO), that group or others may read
+// or write, or that another user owns. Windows has no such modes; there a
+// private file need only be regular.
 func readFile(path string, limit int, private bool) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil { // a *fs.PathError, named by the path alone
@@ -528,9 +524,7 @@ func loadConfig(o *options, env environment) (*config, error) {
 			return nil, fmt.Errorf("%s: %s %v", timeoutFrom, quote(clip(timeout, 40)), err)
 		}
 	}
-	if o.timeout > 0 {
-		cfg.timeout = o.timeout
-	}
+	cfg.timeout = cmp.Or(o.timeout, cfg.timeout)
 	if verify, err := switchWord(cmp.Or(sslVerify, "1")); err != nil {
 		return nil, fmt.Errorf("%s: %s %v", sslFrom, quote(clip(sslVerify, 40)), err)
 	} else if !verify {
@@ -743,8 +737,7 @@ func runServe(o *options, stdin io.Reader, stdout io.Writer, env environment) in
 	if o.http != "" {
 		return serveHTTP(ctx, o, env, server, b, logger)
 	}
-	err = serveStdio(ctx, server, stdin, stdout)
-	switch {
+	switch err := serveStdio(ctx, server, stdin, stdout); {
 	case err != nil:
 		logger.Error("the MCP session failed", "error", err)
 		return exitInvalid
@@ -815,14 +808,16 @@ func serveHTTP(ctx context.Context, o *options, env environment, server *mcp.Ser
 	if b.cfgErr != nil {
 		f.notReady = "not ready: " + b.cfgErr.Error()
 	}
-	shared := b.client.auth != ""
-	if !shared && (o.authFile != "" || env.getenv("NETBOX_MCP_AUTH_TOKEN") != "") {
-		logger.Warn("the MCP bearer token is not used: no NetBox token is configured, so each caller must present their own NetBox token")
-	}
-	if !shared && strings.HasPrefix(b.client.base, "http://") && !b.client.onLoopback() {
-		logger.Warn("callers' NetBox tokens go to " + b.client.base + " over plain HTTP, readable on the network; use https://")
-	}
-	if shared {
+	identity := "each caller's own NetBox token"
+	if b.client.auth == "" {
+		if o.authFile != "" || env.getenv("NETBOX_MCP_AUTH_TOKEN") != "" {
+			logger.Warn("the MCP bearer token is not used: no NetBox token is configured, so each caller must present their own NetBox token")
+		}
+		if strings.HasPrefix(b.client.base, "http://") && !b.client.onLoopback() {
+			logger.Warn("callers' NetBox tokens go to " + b.client.base + " over plain HTTP, readable on the network; use https://")
+		}
+	} else {
+		identity = "the configured NetBox token, for callers with the MCP bearer token"
 		f.bearer = env.getenv("NETBOX_MCP_AUTH_TOKEN")
 		if o.authFile != "" {
 			data, err := env.readFile(o.authFile)
@@ -848,13 +843,13 @@ func serveHTTP(ctx context.Context, o *options, env environment, server *mcp.Ser
 		}
 		f.trusted = append(f.trusted, prefix)
 	}
-	var certs []tls.Certificate
+	var tlsConfig *tls.Config
 	if o.tlsCert != "" {
 		cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
 		if err != nil {
 			return o.fail("%s and %s: %v", o.setting("tls-cert"), o.setting("tls-key"), err)
 		}
-		certs = append(certs, cert)
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	if strings.Trim(o.http, "0123456789") == "" {
 		return o.fail("%s %s: give an address with a port, such as :%[2]s or 127.0.0.1:%[2]s", o.setting("http"), o.http)
@@ -863,10 +858,13 @@ func serveHTTP(ctx context.Context, o *options, env environment, server *mcp.Ser
 	if err != nil {
 		return o.fail("%s %s: %v", o.setting("http"), o.http, err)
 	}
-	if host, _, _ := net.SplitHostPort(o.http); certs == nil && !loopback(host) {
+	scheme := "http"
+	if tlsConfig != nil {
+		ln, scheme = tls.NewListener(ln, tlsConfig), "https"
+	} else if !loopback(o.http) {
 		logger.Warn("listening on " + o.http + " without TLS: tokens cross the network in clear unless TLS terminates in front")
 	}
-	srv := &http.Server{Handler: f, ReadHeaderTimeout: bodyTimeout, IdleTimeout: 120 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
+	srv := &http.Server{Handler: f, TLSConfig: tlsConfig, ReadHeaderTimeout: bodyTimeout, IdleTimeout: 120 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
 	go func() { // a second signal during the drain stops at once
 		<-ctx.Done()
 		again, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -874,14 +872,6 @@ func serveHTTP(ctx context.Context, o *options, env environment, server *mcp.Ser
 		<-again.Done()
 		srv.Close()
 	}()
-	scheme, identity := "http", "each caller's own NetBox token"
-	if certs != nil {
-		srv.TLSConfig = &tls.Config{Certificates: certs, MinVersion: tls.VersionTLS12}
-		ln, scheme = tls.NewListener(ln, srv.TLSConfig), "https"
-	}
-	if shared {
-		identity = "the configured NetBox token, for callers with the MCP bearer token"
-	}
 	logger.Info("serving MCP over streamable HTTP", "url", scheme+"://"+ln.Addr().String()+"/mcp", "identity", identity)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
