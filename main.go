@@ -149,8 +149,6 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, env environme
 	switch {
 	case len(args) == 1 && (args[0] == "--version" || args[0] == "-version"):
 		cmd, args = "version", nil
-	case len(args) == 1 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help"):
-		cmd, args = "help", nil
 	case len(args) > 0 && !strings.HasPrefix(args[0], "-"):
 		cmd, args = args[0], args[1:]
 	}
@@ -186,8 +184,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, env environme
 // fail reports a usage or configuration error of the command, if there
 // is one, on one line and returns exit code 2.
 func (o *options) fail(format string, a ...any) int {
-	prefix := strings.TrimSpace("netbox-plugin-bridge " + o.cmd)
-	fmt.Fprintf(o.stderr, "%s: %s; run 'netbox-plugin-bridge help'\n", prefix, fmt.Sprintf(format, a...))
+	fmt.Fprintf(o.stderr, "%s: %s; run 'netbox-plugin-bridge help'\n", strings.TrimSpace("netbox-plugin-bridge "+o.cmd), fmt.Sprintf(format, a...))
 	return exitUsage
 }
 
@@ -587,28 +584,23 @@ type profile struct {
 // loadProfile reads one profile of the netbox-sdk configuration file. A
 // missing file is no error unless the profile was asked for by name.
 func loadProfile(env environment, name string, named bool) (profile, error) {
-	var dirs []string
-	if x := env.getenv("XDG_CONFIG_HOME"); x != "" {
-		dirs = append(dirs, x)
-	}
-	if env.home != "" {
-		dirs = append(dirs, filepath.Join(env.home, ".config"))
-	}
 	var paths []string
 	for _, app := range []string{"netbox-sdk", "netbox-cli"} {
-		for _, d := range dirs {
-			paths = append(paths, filepath.Join(d, app, "config.json"))
+		if xdg := env.getenv("XDG_CONFIG_HOME"); xdg != "" {
+			paths = append(paths, filepath.Join(xdg, app, "config.json"))
+		}
+		if env.home != "" {
+			paths = append(paths, filepath.Join(env.home, ".config", app, "config.json"))
 		}
 	}
 	for _, path := range paths {
-		data, err := env.readFile(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
+		switch data, err := env.readFile(path); {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
 			return profile{}, fmt.Errorf("cannot use the netbox-sdk profile file: %v", err)
+		default:
+			return parseProfile(data, path, name, named)
 		}
-		return parseProfile(data, path, name, named)
 	}
 	if named {
 		return profile{}, fmt.Errorf("profile %q: no netbox-sdk profile file in %s", name, strings.Join(paths, " or "))
@@ -1598,12 +1590,6 @@ func demoHandler(base string) http.Handler {
 		w.WriteHeader(status)
 		json.NewEncoder(w).Encode(v)
 	}
-	quiet := func(slug string) map[string]any {
-		return map[string]any{slug: base + "/api/plugins/" + slug + "/", "mcp": nil}
-	}
-	advertise := func(slug string) map[string]any {
-		return map[string]any{"mcp": map[string]string{"schema_version": "1", "manifest": "/api/plugins/" + slug + "/mcp/"}}
-	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Token "+demoToken {
 			send(w, http.StatusForbidden, map[string]string{"detail": "Invalid v1 token"}) // as NetBox says
@@ -1625,10 +1611,10 @@ func demoHandler(base string) http.Handler {
 				"broken": base + "/api/plugins/broken/", "branching": base + "/api/plugins/branching/", installedPlugins: base + "/api/plugins/installed-plugins/"})
 		case "GET /api/plugins/installed-plugins/":
 			send(w, http.StatusOK, []map[string]string{{"name": "example"}, {"name": "quiet"}, {"name": "broken"}, {"name": "netbox_branching"}})
-		case "GET /api/plugins/example/", "GET /api/plugins/broken/":
-			send(w, http.StatusOK, advertise(strings.Split(r.URL.Path, "/")[3]))
-		case "GET /api/plugins/quiet/", "GET /api/plugins/branching/":
-			send(w, http.StatusOK, quiet(strings.Split(r.URL.Path, "/")[3]))
+		case "GET /api/plugins/example/", "GET /api/plugins/broken/": // each root advertises its manifest
+			send(w, http.StatusOK, map[string]any{"mcp": map[string]string{"schema_version": "1", "manifest": r.URL.Path + "mcp/"}})
+		case "GET /api/plugins/quiet/", "GET /api/plugins/branching/": // these advertise nothing
+			send(w, http.StatusOK, map[string]any{strings.Split(r.URL.Path, "/")[3]: base + r.URL.Path, "mcp": nil})
 		case "GET /api/plugins/branching/branches/":
 			results := []any{}
 			if r.URL.Query().Get("name") == demoBranch["name"] {
