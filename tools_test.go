@@ -1288,7 +1288,7 @@ func TestConfirmationMatrix(t *testing.T) {
 // TestConfirmationAnswers: only accept with confirm true dispatches; every
 // other answer is not_confirmed, says what happened, and sends nothing.
 func TestConfirmationAnswers(t *testing.T) {
-	t.Parallel()
+	// Serial: it shortens the process-wide confirmTimeout.
 	defer func(d time.Duration) { confirmTimeout = d }(confirmTimeout)
 	confirmTimeout = 300 * time.Millisecond
 	for _, c := range []struct {
@@ -1536,7 +1536,7 @@ func TestStdioEndsOnEOF(t *testing.T) {
 // TestConfirmationIsSpentOnce: an answer confirms one request of one caller,
 // once, within the question's ten minutes.
 func TestConfirmationIsSpentOnce(t *testing.T) {
-	t.Parallel()
+	// Serial: it shortens the process-wide confirmTimeout.
 	defer func(d time.Duration) { confirmTimeout = d }(confirmTimeout)
 	f := newInvNetBox(t)
 	f.setToken("")
