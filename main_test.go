@@ -5070,45 +5070,6 @@ func countTests(names []string) int {
 	return n
 }
 
-// declName is how the README names a declaration: a function, a method as
-// Type.Method, a type, or the first name of a var or const block.
-func declName(d ast.Decl) string {
-	switch d := d.(type) {
-	case *ast.FuncDecl:
-		if d.Recv == nil {
-			return d.Name.Name
-		}
-		recv := d.Recv.List[0].Type
-		if star, ok := recv.(*ast.StarExpr); ok {
-			recv = star.X
-		}
-		if ident, ok := recv.(*ast.Ident); ok {
-			return ident.Name + "." + d.Name.Name
-		}
-	case *ast.GenDecl:
-		switch s := d.Specs[0].(type) {
-		case *ast.TypeSpec:
-			return s.Name.Name
-		case *ast.ValueSpec:
-			return s.Names[0].Name
-		}
-	}
-	return ""
-}
-
-// codeLines counts the lines of src that are neither blank nor only a
-// comment: the README's and the budget's measure.
-func codeLines(src []byte) int {
-	n := 0
-	for _, line := range strings.Split(string(src), "\n") {
-		line = strings.TrimSpace(line)
-		if line != "" && !strings.HasPrefix(line, "//") {
-			n++
-		}
-	}
-	return n
-}
-
 // TestLayers: no file uses a package-level name defined in a file after it
 // in sourceOrder (the design card), so the code reads bottom-up, file by file.
 func TestLayers(t *testing.T) {
@@ -5156,7 +5117,8 @@ func TestLayers(t *testing.T) {
 		})
 		ast.Inspect(f, func(n ast.Node) bool {
 			ident, ok := n.(*ast.Ident)
-			//lint:ignore SA1019 the parser's own resolution: an identifier it leaves unresolved names a package-level declaration or a builtin.
+			// The parser's own resolution: an identifier it leaves unresolved
+			// names a package-level declaration or a builtin.
 			if !ok || ident.Obj != nil || notUses[ident] {
 				return true
 			}
