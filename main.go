@@ -205,7 +205,7 @@ type options struct {
 	profile, plugin, confirm, logFormat, logLevel, format string
 	http, tlsCert, tlsKey, authFile, trustedProxies       string
 	auditFile, branch, tool, response                     string
-	allowMutations                                        optionalValue
+	allowMutations                                        string // all, or a LIST; a bare --allow-mutations is "true"
 	timeout                                               time.Duration
 	demo, json, branchOnly, noCallToken                   bool
 	arguments                                             []string
@@ -235,7 +235,10 @@ func (o *options) newFlags(cmd string) *flag.FlagSet {
 			o.timeout, err = parseTimeout(s)
 			return err
 		})
-		fs.Var(&o.allowMutations, "allow-mutations", "")
+		fs.BoolFunc("allow-mutations", "", func(s string) error { // a switch that may carry its LIST
+			o.allowMutations = s
+			return nil
+		})
 		fs.StringVar(&o.branch, "branch", "", "")
 		switchFlag(fs, "branch-only", &o.branchOnly)
 	}
@@ -363,20 +366,6 @@ func editDistance(a, b string) int {
 		}
 	}
 	return row[len(b)]
-}
-
-// optionalValue is a boolean flag that may carry a value, as in
-// --allow-mutations or --allow-mutations=LIST.
-type optionalValue struct {
-	value string
-	set   bool
-}
-
-func (v *optionalValue) String() string   { return v.value }
-func (v *optionalValue) IsBoolFlag() bool { return true }
-func (v *optionalValue) Set(s string) error {
-	v.value, v.set = s, true
-	return nil
 }
 
 // switchFlag registers a boolean flag whose variable takes the switch words.
@@ -533,7 +522,7 @@ func loadConfig(o *options, env environment) (*config, error) {
 // loadPolicy resolves the write policy of SPEC §13: the switch or its
 // allow-list, and the confirmation mode.
 func loadPolicy(o *options) (writePolicy, string, error) {
-	policy, err := parseWritePolicy(o.allowMutations.value, o.setting("allow-mutations"))
+	policy, err := parseWritePolicy(o.allowMutations, o.setting("allow-mutations"))
 	if err != nil {
 		return writePolicy{}, "", err
 	}
@@ -876,24 +865,19 @@ func serveHTTP(ctx context.Context, o *options, env environment, server *mcp.Ser
 	logger.Info("stopping: no new connections; requests in flight may finish", "within", drainTimeout.String())
 	drain, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
-	if err := srv.Shutdown(drain); err != nil {
-		srv.Close() // cancels what remains; their calls end and write their audit records
-		waitCalls(&b.calls, stopTimeout)
-		logger.Info("stopped; requests still in flight after the drain were cancelled")
+	if err := srv.Shutdown(drain); err == nil {
+		logger.Info("stopped; every request in flight was answered")
 		return exitOK
 	}
-	logger.Info("stopped; every request in flight was answered")
-	return exitOK
-}
-
-// waitCalls waits for the tool calls still running, at most d.
-func waitCalls(calls *sync.WaitGroup, d time.Duration) {
-	done := make(chan struct{})
-	go func() { calls.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(d):
+	srv.Close() // cancels what remains; their calls end and write their audit records
+	waited := make(chan struct{})
+	go func() { b.calls.Wait(); close(waited) }()
+	select { // the calls still running, at most stopTimeout
+	case <-waited:
+	case <-time.After(stopTimeout):
 	}
+	logger.Info("stopped; requests still in flight after the drain were cancelled")
+	return exitOK
 }
 
 // onLoopback reports whether the NetBox is on this machine.
@@ -1011,12 +995,10 @@ func (f *front) serveMCP(w *statusRecorder, r *http.Request, caller httpCaller) 
 	// A request that finds every slot taken waits a moment for one: a slot
 	// is given back only after the SDK has finished with a response its
 	// client may already hold.
-	wait := time.NewTimer(slotGrace)
-	defer wait.Stop()
 	select {
 	case f.slots <- struct{}{}:
 		defer func() { <-f.slots }()
-	case <-wait.C:
+	case <-time.After(slotGrace): // an unstopped timer is collected (Go 1.23)
 		w.Header().Set("Retry-After", "1")
 		w.refuse(http.StatusServiceUnavailable, "too many requests in flight; retry in a second")
 		return
@@ -1134,15 +1116,12 @@ func runScan(o *options, stdout io.Writer, env environment) int {
 		}
 	})
 	var be *bridgeError
-	switch {
-	case err == nil && branchErr != nil:
-		be, _ = branchErr.(*bridgeError)
-		return fail(be.Code, be.Message)
+	switch err = cmp.Or(err, branchErr); {
 	case err == nil:
 	case !errors.As(err, &be):
 		return fail("discovery_failed", err.Error())
-	case o.plugin == "" || be.Code == "invalid_request" || cannotCheck(err, o.plugin):
-		return fail(be.Code, be.Message) // the whole scan failed, NetBox is unreachable or refused the token
+	case o.plugin == "" || err == branchErr || be.Code == "invalid_request" || cannotCheck(err, o.plugin):
+		return fail(be.Code, be.Message) // the whole scan failed, the branch is unavailable, NetBox is unreachable or refused the token
 	default:
 		cat = &catalog{problems: []scanProblem{{o.plugin, be.Code, be.Message}}}
 	}
@@ -1417,15 +1396,13 @@ func runLiveCheck(o *options, stdin io.Reader, stdout io.Writer, env environment
 	case cannotCheck(rootErr, o.plugin):
 		fmt.Fprintf(o.stderr, "netbox-plugin-bridge check: %v\n", rootErr)
 		return exitUsage // nothing could be checked: NetBox unreachable, or the token refused
-	case rootErr != nil:
-		ps.add("advertisement", "%v", rootErr)
+	case rootErr != nil || errors.Is(manifestErr, errOtherPlugin): // the root's, or a manifest of another plugin
+		ps.add("advertisement", "%v", cmp.Or(rootErr, manifestErr))
 	case errors.As(manifestErr, &me):
 		for _, p := range me.ps {
 			p.Location = strings.TrimSuffix("manifest."+p.Location, ".")
 			ps.put(p)
 		}
-	case errors.Is(manifestErr, errOtherPlugin):
-		ps.add("advertisement", "%v", manifestErr)
 	case manifestErr != nil:
 		ps.add("manifest", "%v", manifestErr)
 	case branchErr != nil:
@@ -1461,7 +1438,6 @@ func runLiveCheck(o *options, stdin io.Reader, stdout io.Writer, env environment
 		for _, t := range tools {
 			if t.Called {
 				reads++
-				t.note = fmt.Sprintf("called: %d", *t.Status)
 			} else if t.Effect != "read" {
 				writes++
 			}
@@ -1532,7 +1508,7 @@ func checkLiveTool(ctx context.Context, c *client, ct catalogTool, given map[str
 	case err != nil:
 		ps.add(at+".response", "%v", err)
 	}
-	lt.Called, lt.Status = true, &resp.status
+	lt.Called, lt.Status, lt.note = true, &resp.status, fmt.Sprintf("called: %d", resp.status)
 	return lt
 }
 

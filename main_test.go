@@ -543,24 +543,24 @@ func TestWritePolicySetting(t *testing.T) {
 	invalid := []string{"proxbox", "*", "Proxbox.sync", "enabled", "2", "example.", ".run_report", "example.Run", "example.run-report",
 		"example.*.x", "example.run_report;proxbox.*", "example.run report", "proxbox.*,bad", "-x.y", "example.9tool"}
 	for value, want := range valid {
-		for _, o := range []*options{{}, {allowMutations: optionalValue{value, true}}} {
+		for _, inFlag := range []bool{false, true} {
 			env := testEnv(t.TempDir(), map[string]string{"NETBOX_MCP_ALLOW_MUTATIONS": value})
-			if o.allowMutations.set {
+			if inFlag {
 				env = testEnv(t.TempDir(), map[string]string{"NETBOX_MCP_ALLOW_MUTATIONS": "proxbox"}) // the flag wins, even over a bad value
 			}
-			p, confirm, err := policyOf(t, o.args(), env)
+			p, confirm, err := policyOf(t, allowArgs(inFlag, value), env)
 			if err != nil || confirm != "auto" {
-				t.Errorf("%q (flag %t): %v, confirm %q", value, o.allowMutations.set, err, confirm)
+				t.Errorf("%q (flag %t): %v, confirm %q", value, inFlag, err, confirm)
 				continue
 			}
 			if got := (verdicts{p.allows(ex), p.allows(px), p.allows(other)}); got != want {
-				t.Errorf("%q (flag %t): allows %+v, want %+v", value, o.allowMutations.set, got, want)
+				t.Errorf("%q (flag %t): allows %+v, want %+v", value, inFlag, got, want)
 			}
 		}
 	}
 	for _, value := range invalid {
-		for setting, o := range map[string]*options{"NETBOX_MCP_ALLOW_MUTATIONS": {}, "--allow-mutations": {allowMutations: optionalValue{value, true}}} {
-			_, _, err := policyOf(t, o.args(), testEnv(t.TempDir(), map[string]string{"NETBOX_MCP_ALLOW_MUTATIONS": value}))
+		for setting, inFlag := range map[string]bool{"NETBOX_MCP_ALLOW_MUTATIONS": false, "--allow-mutations": true} {
+			_, _, err := policyOf(t, allowArgs(inFlag, value), testEnv(t.TempDir(), map[string]string{"NETBOX_MCP_ALLOW_MUTATIONS": value}))
 			if err == nil || !strings.HasPrefix(err.Error(), setting+": ") {
 				t.Errorf("%s=%q: %v, want a configuration error naming %s", setting, value, err, setting)
 			}
@@ -602,12 +602,13 @@ func policyOf(t *testing.T, args []string, env environment) (writePolicy, string
 	return loadPolicy(&o)
 }
 
-// args is the command line that sets the flag an options value holds.
-func (o *options) args() []string {
-	if !o.allowMutations.set {
+// allowArgs is the command line that sets --allow-mutations to value, if
+// inFlag.
+func allowArgs(inFlag bool, value string) []string {
+	if !inFlag {
 		return nil
 	}
-	return []string{"--allow-mutations=" + o.allowMutations.value}
+	return []string{"--allow-mutations=" + value}
 }
 
 func TestConfigErrorsNeverShowTheToken(t *testing.T) {
