@@ -463,7 +463,7 @@ func fileOwner(info fs.FileInfo) int {
 // then the netbox-sdk profile file. Its errors are one line that says what
 // to set.
 func loadConfig(o *options, env environment) (*config, error) {
-	cfg := &config{timeout: defaultTimeout}
+	cfg := &config{timeout: defaultTimeout, branch: o.branch}
 	profileName := cmp.Or(o.profile, env.getenv("NETBOX_PROFILE"))
 	p, err := loadProfile(env, cmp.Or(profileName, "default"), profileName != "")
 	if err != nil {
@@ -648,7 +648,6 @@ func startConfig(o *options, env environment) (cfg *config, stop func(), warning
 		if cfg.auth != "" && strings.HasPrefix(cfg.base, "http://") && !cfg.onLoopback() {
 			warnings = append(warnings, fmt.Sprintf("%s goes to %s over plain HTTP, readable on the network; use https://", cfg.describeToken("", ""), cfg.base))
 		}
-		cfg.branch = o.branch
 		return cfg, func() {}, warnings, nil
 	}
 	base, stop, err := startDemo()
@@ -846,13 +845,6 @@ func serveHTTP(ctx context.Context, o *options, env environment, server *mcp.Ser
 		logger.Warn("listening on " + o.http + " without TLS: tokens cross the network in clear unless TLS terminates in front")
 	}
 	srv := &http.Server{Handler: f, TLSConfig: tlsConfig, ReadHeaderTimeout: bodyTimeout, IdleTimeout: 120 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
-	go func() { // a second signal during the drain stops at once
-		<-ctx.Done()
-		again, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		<-again.Done()
-		srv.Close()
-	}()
 	logger.Info("serving MCP over streamable HTTP", "url", scheme+"://"+ln.Addr().String()+"/mcp", "identity", identity)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -862,6 +854,9 @@ func serveHTTP(ctx context.Context, o *options, env environment, server *mcp.Ser
 		return exitInvalid
 	case <-ctx.Done():
 	}
+	again, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	context.AfterFunc(again, func() { srv.Close() }) // a second signal during the drain stops at once
 	logger.Info("stopping: no new connections; requests in flight may finish", "within", drainTimeout.String())
 	drain, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
@@ -949,13 +944,12 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // serveMCP refuses what it must, reads the body within its bounds, takes a
 // slot and hands the request to the SDK with the caller in its context.
 func (f *front) serveMCP(w *statusRecorder, r *http.Request, caller httpCaller) {
-	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
 	if err := f.cop.Check(r); err != nil {
 		w.refuse(http.StatusForbidden, fmt.Sprintf("cross-origin request refused: Origin %s, Sec-Fetch-Site %s (%v)",
 			quote(clip(r.Header.Get("Origin"), 100)), quote(clip(r.Header.Get("Sec-Fetch-Site"), 40)), err))
 		return
 	}
-	if local != nil && loopback(local.String()) && !loopback(r.Host) {
+	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && loopback(local.String()) && !loopback(r.Host) {
 		w.refuse(http.StatusForbidden, fmt.Sprintf("Host %s refused on a loopback address (DNS rebinding protection); "+
 			"behind a proxy on this host, listen on a non-loopback address", quote(clip(r.Host, 100))))
 		return
