@@ -678,6 +678,8 @@ func runServe(o *options, stdin io.Reader, stdout io.Writer, env environment) in
 		return o.fail("--tls-cert and --tls-key go together: give both, or neither")
 	case o.http == "" && (o.tlsCert != "" || o.authFile != "" || o.trustedProxies != ""):
 		return o.fail("--tls-cert, --tls-key, --auth-token-file and --trusted-proxies go with --http")
+	case o.http != "" && strings.Trim(o.http, "0123456789") == "":
+		return o.fail("%s %s: give an address with a port, such as :%[2]s or 127.0.0.1:%[2]s", o.setting("http"), o.http)
 	}
 	logger := newLogger(o.stderr, o.logFormat, level)
 	audit := newLogger(o.stderr, o.logFormat, slog.LevelInfo).Handler() // every write decision, whatever the level
@@ -830,9 +832,6 @@ func serveHTTP(ctx context.Context, o *options, env environment, server *mcp.Ser
 			return o.fail("%s and %s: %v", o.setting("tls-cert"), o.setting("tls-key"), err)
 		}
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	}
-	if strings.Trim(o.http, "0123456789") == "" {
-		return o.fail("%s %s: give an address with a port, such as :%[2]s or 127.0.0.1:%[2]s", o.setting("http"), o.http)
 	}
 	ln, err := net.Listen("tcp", o.http)
 	if err != nil {
@@ -1545,7 +1544,8 @@ func startDemo() (string, func(), error) {
 }
 
 // demoBranch is the demo NetBox's one branch, ready (SPEC §16): writes
-// selected with its schema_id change the branch's copy of the reports.
+// selected with its schema_id change the branch's copy of the reports,
+// taken when the demo starts.
 var demoBranch = map[string]any{"id": 1, "name": "review", "status": map[string]string{"value": "ready", "label": "Ready"}, "schema_id": "br0review"}
 
 func demoHandler(base string) http.Handler {
@@ -1554,6 +1554,7 @@ func demoHandler(base string) http.Handler {
 		{"id": 1, "site": "ams1", "status": "done", "created": "2026-11-30T08:00:00Z"},
 		{"id": 2, "site": "fra2", "status": "failed", "created": "2026-12-01T08:00:00Z"},
 	}}
+	reports[demoBranch["schema_id"].(string)] = slices.Clone(reports[""])
 	nextID := 2
 	send := func(w http.ResponseWriter, status int, v any) {
 		w.Header().Set("Content-Type", "application/json")
@@ -1567,13 +1568,10 @@ func demoHandler(base string) http.Handler {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		branch := r.Header.Get("X-NetBox-Branch")
-		if branch != "" && branch != demoBranch["schema_id"] {
+		branch := r.Header.Get("X-NetBox-Branch") // "" selects main
+		if _, exists := reports[branch]; !exists {
 			send(w, http.StatusBadRequest, map[string]string{"detail": "No such branch."})
 			return
-		}
-		if _, copied := reports[branch]; !copied {
-			reports[branch] = slices.Clone(reports[""])
 		}
 		switch r.Method + " " + r.URL.Path {
 		case "GET /api/plugins/":
