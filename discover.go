@@ -330,19 +330,32 @@ func (c *client) scan(ctx context.Context, opts callOptions) (*catalog, error) {
 	if err != nil {
 		return nil, discoveryError("", err)
 	}
-	manifests := make([]*manifest, len(slugs))
-	errs := make([]error, len(slugs))
+	var mu sync.Mutex // guards cat while the workers fill it
 	var wg sync.WaitGroup
 	var next, done atomic.Int32
 	// A few workers take the plugins in turn: a goroutine's stack grows
 	// while it parses a manifest, so 128 fresh ones would each pay for that.
 	// Twice the requests in flight keep every slot busy while some parse.
+	// Each slug adds at most one problem, so the stable sort by plugin
+	// leaves them in the same order whichever worker finishes first.
 	for range min(len(slugs), 2*requestsInFlight) {
 		wg.Go(func() {
 			for i := int(next.Add(1)) - 1; i < len(slugs); i = int(next.Add(1)) - 1 {
-				if manifests[i], errs[i] = d.plugin(ctx, slugs[i]); manifests[i] != nil {
-					manifests[i].dropSchemas() // a full scan lists descriptors only
+				var m *manifest
+				err := d.advertises(ctx, slugs[i])
+				if err == nil {
+					m, err = d.manifest(ctx, slugs[i])
 				}
+				mu.Lock()
+				switch {
+				case err == nil:
+					m.dropSchemas() // a full scan lists descriptors only
+					cat.add(slugs[i], m)
+				case !errors.Is(err, errNotAdvertised):
+					be := discoveryError(slugs[i], err)
+					cat.problems = append(cat.problems, scanProblem{slugs[i], be.Code, be.Message})
+				}
+				mu.Unlock()
 				opts.progress(int(done.Add(1)), len(slugs))
 			}
 		})
@@ -351,18 +364,8 @@ func (c *client) scan(ctx context.Context, opts callOptions) (*catalog, error) {
 	if ctx.Err() != nil {
 		return nil, discoveryError("", ended(ctx))
 	}
-	total := 0
-	for i, slug := range slugs {
-		if errs[i] != nil {
-			be := discoveryError(slug, errs[i])
-			cat.problems = append(cat.problems, scanProblem{slug, be.Code, be.Message})
-		} else if manifests[i] != nil {
-			total += len(manifests[i].tools)
-			cat.add(slug, manifests[i])
-		}
-	}
-	if total > scanToolLimit {
-		return nil, discoveryError("", fmt.Errorf("the plugins advertise %d tools, more than %d", total, scanToolLimit))
+	if len(cat.tools) > scanToolLimit {
+		return nil, discoveryError("", fmt.Errorf("the plugins advertise %d tools, more than %d", len(cat.tools), scanToolLimit))
 	}
 	cat.sort()
 	return cat, nil
@@ -413,28 +416,37 @@ func (cat *catalog) sort() {
 	slices.SortStableFunc(cat.problems, func(a, b scanProblem) int { return strings.Compare(a.Plugin, b.Plugin) })
 }
 
-// plugin fetches one plugin root and, if it advertises, its manifest: nil
-// and no error for a plugin that does not participate.
-func (d *discovery) plugin(ctx context.Context, slug string) (*manifest, error) {
-	advertised, err := d.advertises(ctx, slug)
-	if err != nil || !advertised {
-		return nil, err
-	}
-	return d.manifest(ctx, slug)
-}
-
-// advertises fetches the root of slug and reads its mcp member.
-func (d *discovery) advertises(ctx context.Context, slug string) (advertised bool, err error) {
+// advertises fetches the root of slug and reads its mcp member: nil when it
+// advertises the manifest of slug, errNotAdvertised when the plugin does not
+// participate (no member, or null).
+func (d *discovery) advertises(ctx context.Context, slug string) error {
 	path := "/api/plugins/" + slug + "/"
-	err = d.fetch(ctx, path, rootLimits.bytes, func(body []byte) error {
+	return d.fetch(ctx, path, rootLimits.bytes, func(body []byte) error {
 		root, err := decode(body, rootLimits)
 		if err != nil {
 			return fmt.Errorf("GET %s: %w", path, err)
 		}
-		advertised, err = d.c.advertisement(root, slug)
-		return err
+		if root.kind != kindObject {
+			return fmt.Errorf("GET %s: the plugin root is not an object", path)
+		}
+		ad, found := root.get("mcp")
+		if !found || ad.kind == kindNull {
+			return errNotAdvertised
+		}
+		version, _ := ad.get("schema_version")
+		link, _ := ad.get("manifest")
+		if ad.kind != kindObject || len(ad.obj) != 2 || version.kind != kindString || version.s != "1" || link.kind != kindString {
+			return fmt.Errorf(`plugin %s: invalid mcp advertisement: must be exactly {"schema_version": "1", "manifest": "<link>"}`, quote(slug))
+		}
+		linked, err := d.c.resolveLink(link.s, true)
+		if err == nil && linked != path+"mcp/" {
+			err = fmt.Errorf("manifest link %s is not %smcp/", quote(link.s), path)
+		}
+		if err != nil {
+			return fmt.Errorf("plugin %s: invalid mcp advertisement: %v", quote(slug), err)
+		}
+		return nil
 	})
-	return advertised, err
 }
 
 // scanOne discovers the selected plugin and fails closed on any problem.
@@ -460,18 +472,15 @@ func (c *client) selected(ctx context.Context, slug string, opts callOptions) (m
 	defer cancel()
 	var wg sync.WaitGroup
 	wg.Go(func() { m, manifestErr = d.manifest(ctx, slug) })
-	advertised, err := d.advertises(ctx, slug)
-	if err != nil {
+	err := d.advertises(ctx, slug)
+	if err != nil && !errors.Is(err, errNotAdvertised) {
 		cancel() // the manifest is of no use now
 	}
 	wg.Wait()
+	// A plugin that switches its bridge off may say why (Proxbox: 503).
 	var hs *httpStatusError
-	switch {
-	case err == nil && !advertised && errors.As(manifestErr, &hs) && hs.detail != "":
-		// A plugin that switches its bridge off may say why (Proxbox: 503).
+	if errors.Is(err, errNotAdvertised) && errors.As(manifestErr, &hs) && hs.detail != "" {
 		err = fmt.Errorf("%w; its manifest URL answered HTTP %d%s", errNotAdvertised, hs.status, hs.detail)
-	case err == nil && !advertised:
-		err = errNotAdvertised
 	}
 	if err != nil {
 		return nil, discoveryError(slug, err), nil
@@ -530,31 +539,6 @@ func (c *client) pluginRoot(link value) (string, error) {
 		return "", fmt.Errorf("link %s is not a plugin API root /api/plugins/<slug>/", quote(link.s))
 	}
 	return slug, nil
-}
-
-// advertisement reads the mcp member of a plugin root. It reports false
-// when the plugin does not participate (no member, or null).
-func (c *client) advertisement(root value, slug string) (bool, error) {
-	if root.kind != kindObject {
-		return false, fmt.Errorf("GET /api/plugins/%s/: the plugin root is not an object", slug)
-	}
-	ad, found := root.get("mcp")
-	if !found || ad.kind == kindNull {
-		return false, nil
-	}
-	version, _ := ad.get("schema_version")
-	link, _ := ad.get("manifest")
-	if ad.kind != kindObject || len(ad.obj) != 2 || version.kind != kindString || version.s != "1" || link.kind != kindString {
-		return false, fmt.Errorf(`plugin %s: invalid mcp advertisement: must be exactly {"schema_version": "1", "manifest": "<link>"}`, quote(slug))
-	}
-	path, err := c.resolveLink(link.s, true)
-	if err == nil && path != "/api/plugins/"+slug+"/mcp/" {
-		err = fmt.Errorf("manifest link %s is not /api/plugins/%s/mcp/", quote(link.s), slug)
-	}
-	if err != nil {
-		return false, fmt.Errorf("plugin %s: invalid mcp advertisement: %v", quote(slug), err)
-	}
-	return true, nil
 }
 
 // resolveLink checks a link that NetBox returned (absolute or root-relative)
