@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
@@ -256,12 +257,13 @@ func (e *transportError) Unwrap() error { return e.err }
 func (c *client) do(ctx context.Context, req request) (*response, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	// Go's transport traces the first header field (Host on HTTP/1.1, the
+	// pseudo-header :authority on HTTP/2) before any byte of the request
+	// leaves the buffer it is encoded into: until then nothing was sent.
 	var sent atomic.Bool
-	trace := &httptrace.ClientTrace{
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		WroteHeaderField: func(string, []string) { sent.Store(true) },
-		WroteHeaders:     func() { sent.Store(true) },
-	}
-	ctx = httptrace.WithClientTrace(ctx, trace)
+	})
 	target := c.base + req.path
 	if req.query != "" {
 		target += "?" + req.query
@@ -278,9 +280,7 @@ func (c *client) do(ctx context.Context, req request) (*response, error) {
 	// resends a write: not after an HTTP/2 reset or GOAWAY, not on a dead
 	// kept-alive connection (SPEC §11: on the wire at most once).
 	hr.GetBody = nil
-	for name, values := range req.header {
-		hr.Header[name] = values
-	}
+	maps.Copy(hr.Header, req.header)
 	hr.Header.Set("Accept", "application/json")
 	hr.Header.Set("User-Agent", c.userAgent)
 	if auth := cmp.Or(req.auth, c.auth); auth != "" && !req.anon {
@@ -323,35 +323,33 @@ func (c *client) do(ctx context.Context, req request) (*response, error) {
 // given back already. Each byte read is drawn from scan, a scan's
 // aggregate allowance, when it is not nil.
 func readBounded(r io.Reader, limit int, process *budget, scan *atomic.Int64) (body []byte, held int64, err error) {
+	var buf []byte // what it holds of process is always cap(buf)
 	defer func() {
 		if err != nil {
-			process.give(held)
-			held = 0
+			process.give(int64(cap(buf)))
 		}
 	}()
-	var buf []byte
 	for {
 		if len(buf) == cap(buf) {
 			grown := make([]byte, 0, min(max(2*cap(buf), 4<<10), limit+1))
 			if !process.take(int64(cap(grown) - cap(buf))) {
-				return nil, held, errBusy
+				return nil, 0, errBusy
 			}
-			held += int64(cap(grown) - cap(buf))
 			buf = append(grown, buf...)
 		}
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if scan != nil && scan.Add(-int64(n)) < 0 {
-			return nil, held, errBudget
+			return nil, 0, errBudget
 		}
 		if len(buf) > limit {
-			return nil, held, fmt.Errorf("%w: more than %d bytes", errTooLarge, limit)
+			return nil, 0, fmt.Errorf("%w: more than %d bytes", errTooLarge, limit)
 		}
 		if err == io.EOF {
-			return buf, held, nil
+			return buf, int64(cap(buf)), nil
 		}
 		if err != nil {
-			return nil, held, err
+			return nil, 0, err
 		}
 	}
 }
