@@ -257,9 +257,8 @@ func (c *client) scanAll(ctx context.Context, opts callOptions) (*catalog, error
 	flights.Lock()
 	f := flights.m[key]
 	if f == nil {
-		f = &scanFlight{done: make(chan struct{}), watchers: map[*callOptions]func(int, int){}}
-		var fctx context.Context
-		fctx, f.stop = context.WithCancel(context.WithoutCancel(ctx))
+		fctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		f = &scanFlight{done: make(chan struct{}), stop: stop, watchers: map[*callOptions]func(int, int){}}
 		flights.m[key] = f
 		shared := opts
 		shared.progress = f.report
@@ -533,9 +532,10 @@ func (c *client) pluginRoot(link value) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	slug, ok := strings.CutPrefix(path, "/api/plugins/")
-	slug, ok2 := strings.CutSuffix(slug, "/")
-	if !ok || !ok2 || !slugPattern.MatchString(slug) {
+	// path starts and ends with a slash, which slugPattern rejects: only
+	// /api/plugins/<slug>/ leaves a slug once both are trimmed.
+	slug := strings.TrimSuffix(strings.TrimPrefix(path, "/api/plugins/"), "/")
+	if !slugPattern.MatchString(slug) {
 		return "", fmt.Errorf("link %s is not a plugin API root /api/plugins/<slug>/", quote(link.s))
 	}
 	return slug, nil
