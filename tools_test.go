@@ -1150,7 +1150,8 @@ func TestHostileNetBox(t *testing.T) {
 				}
 			})
 			c.setup(f, other)
-			cs := connect(t, newBridge(f, true, withTimeout(500*time.Millisecond)), protocolVersions[0], nil)
+			// 2 s: long enough for a bomb decoded under -race on a loaded machine; the stalled cases wait it out.
+			cs := connect(t, newBridge(f, true, withTimeout(2*time.Second)), protocolVersions[0], nil)
 			args := map[string]any{}
 			if c.tool == "create" {
 				args["name"] = "x"
