@@ -90,20 +90,19 @@ func newMCPServer(b *bridge, logger *slog.Logger) *mcp.Server {
 		Logger:       logger,
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 	})
-	yes, no := true, false
 	server.AddTool(&mcp.Tool{
 		Name:  "plugin_list_tools",
 		Title: "List NetBox plugin tools",
 		Description: "List the tools NetBox plugins offer, and the problems of plugins that failed. Without plugin: every tool, " +
 			"as an index of names and summaries when the catalog is large; with plugin: that plugin's tools with their input schemas.",
 		InputSchema: json.RawMessage(listToolsSchema),
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, DestructiveHint: &no, OpenWorldHint: &no},
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, DestructiveHint: new(false), OpenWorldHint: new(false)},
 	}, b.handler(listToolsInput, b.listTools))
 	// The annotations follow the write policy, since clients gate on them.
 	writes, annotations := "Writes are off here: write tools can only be previewed.",
-		&mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, DestructiveHint: &no, OpenWorldHint: &yes}
+		&mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, DestructiveHint: new(false), OpenWorldHint: new(true)}
 	if b.writable() {
-		writes, annotations = "Writes run where the operator allows them, some after a human confirms.", &mcp.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: &yes}
+		writes, annotations = "Writes run where the operator allows them, some after a human confirms.", &mcp.ToolAnnotations{DestructiveHint: new(true), OpenWorldHint: new(true)}
 	}
 	server.AddTool(&mcp.Tool{
 		Name:        "plugin_call_tool",
@@ -124,16 +123,13 @@ type callArgs struct {
 }
 
 // parseArgs validates a tool's own arguments against its published schema
-// and reads them.
+// and reads them; the handler makes its errors invalid_request.
 func parseArgs(raw json.RawMessage, s *schema) (*callArgs, error) {
-	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+	if t := string(bytes.TrimSpace(raw)); t == "" || t == "null" {
 		raw = json.RawMessage("{}")
 	}
-	invalid := func(err error) error {
-		return &bridgeError{Code: "invalid_request", Message: err.Error()}
-	}
 	if err := s.validateBytes(raw, requestLimits, "arguments"); err != nil {
-		return nil, invalid(err)
+		return nil, err
 	}
 	var err error
 	a := &callArgs{arguments: value{kind: kindObject, obj: []member{}}}
@@ -149,12 +145,12 @@ func parseArgs(raw json.RawMessage, s *schema) (*callArgs, error) {
 			a.dryRun = m.val.b
 		case "token":
 			if a.opts.auth, err = authorization(m.val.s); err != nil {
-				return nil, invalid(fmt.Errorf("arguments.token: %v", err))
+				return nil, fmt.Errorf("arguments.token: %v", err)
 			}
 			a.opts.authFrom = "per-call"
 		case "header":
 			if a.opts.header, err = parseHeaders(m.val.arr); err != nil {
-				return nil, invalid(err)
+				return nil, err
 			}
 		}
 	}
@@ -208,19 +204,20 @@ func (b *bridge) handler(input *schema, run func(context.Context, *mcp.CallToolR
 		b.calls.Add(1)
 		defer b.calls.Done()
 		a, err := parseArgs(req.Params.Arguments, input)
-		if caller, ok := ctx.Value(callerKey{}).(httpCaller); ok {
+		caller, overHTTP := ctx.Value(callerKey{}).(httpCaller)
+		if overHTTP {
 			// The SDK detaches a call from its HTTP request; a client that
 			// goes away, or a drain that gives up, still ends the call.
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithCancel(ctx)
 			defer cancel()
 			defer context.AfterFunc(caller.ctx, cancel)()
-			if err == nil {
-				err = caller.apply(&a.opts)
-			}
 		}
 		switch {
 		case err != nil:
+			err = &bridgeError{Code: "invalid_request", Message: err.Error()}
+		case caller.auth != "" && a.opts.authFrom == "per-call": // over HTTP the caller's identity is the identity
+			err = &bridgeError{Code: "invalid_request", Message: "arguments.token: over HTTP the caller's own Authorization is the NetBox token; leave out token"}
 		case b.cfgErr != nil:
 			err = &bridgeError{Code: "config_error", Message: b.cfgErr.Error()}
 		case a.opts.authFrom == "per-call" && b.noCallToken:
@@ -230,6 +227,11 @@ func (b *bridge) handler(input *schema, run func(context.Context, *mcp.CallToolR
 		}
 		var doc []byte
 		if err == nil {
+			// The caller's identity is the call's: its NetBox token replaces the configured one.
+			a.opts.remote, a.opts.peer = caller.remote, caller.peer
+			if caller.auth != "" {
+				a.opts.auth, a.opts.authFrom = caller.auth, "http"
+			}
 			doc, err = run(ctx, req, a)
 		}
 		var ask *inputRequired
@@ -239,7 +241,8 @@ func (b *bridge) handler(input *schema, run func(context.Context, *mcp.CallToolR
 		case err != nil:
 			return toolError(err, a), nil
 		}
-		return toolResult(doc), nil
+		// The same JSON as structured content and as text, no other copy.
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(doc)}}, StructuredContent: json.RawMessage(doc)}, nil
 	}
 }
 
@@ -254,21 +257,6 @@ type httpCaller struct {
 }
 
 type callerKey struct{}
-
-// apply makes the caller's identity the call's: its NetBox token replaces
-// the configured one, and a per-call token is refused, since the HTTP
-// identity is the identity.
-func (c httpCaller) apply(opts *callOptions) error {
-	opts.remote, opts.peer = c.remote, c.peer
-	switch {
-	case c.auth == "":
-	case opts.authFrom == "per-call":
-		return &bridgeError{Code: "invalid_request", Message: "arguments.token: over HTTP the caller's own Authorization is the NetBox token; leave out token"}
-	default:
-		opts.auth, opts.authFrom = c.auth, "http"
-	}
-	return nil
-}
 
 // ---- results ----
 
@@ -287,12 +275,6 @@ var nextSteps = map[string]string{
 	"not_advertised":     "Nothing was sent to the target operation; it is safe to retry.",
 	"discovery_failed":   "Nothing was sent to the target operation; it is safe to retry.",
 	"outcome_unknown":    "The write may have taken effect on NetBox: do not retry blindly; check the plugin's state first.",
-}
-
-// toolResult renders a result document: the same JSON as structured content
-// and as text, no other copy.
-func toolResult(doc []byte) *mcp.CallToolResult {
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(doc)}}, StructuredContent: json.RawMessage(doc)}
 }
 
 // toolError renders an error as an isError result.
