@@ -394,20 +394,14 @@ func renderCatalog(cat *catalog, detail string, titles bool, summary int) []byte
 		}
 		if detail == "full" {
 			b = append(b, t.tool.descriptor[:len(t.tool.descriptor)-1]...) // without its '}'
-			b = appendString(append(b, `,"plugin":`...), t.plugin)
-			b = appendString(append(b, `,"qualified_name":`...), t.qualifiedName())
-			b = appendString(append(b, `,"request_path":`...), t.requestPath)
-			b = append(b, '}')
-			continue
+			b = appendMembers(b, "plugin", t.plugin, "qualified_name", t.qualifiedName(), "request_path", t.requestPath)
+		} else {
+			b = appendMembers(append(b, '{'), "plugin", t.plugin, "name", t.tool.name, "qualified_name", t.qualifiedName(), "effect", t.tool.effect)
+			if titles {
+				b = appendMembers(b, "title", t.tool.title)
+			}
+			b = appendMembers(b, "summary", clip(t.tool.summary, summary))
 		}
-		b = appendString(append(b, `{"plugin":`...), t.plugin)
-		b = appendString(append(b, `,"name":`...), t.tool.name)
-		b = appendString(append(b, `,"qualified_name":`...), t.qualifiedName())
-		b = appendString(append(b, `,"effect":`...), t.tool.effect)
-		if titles {
-			b = appendString(append(b, `,"title":`...), t.tool.title)
-		}
-		b = appendString(append(b, `,"summary":`...), clip(t.tool.summary, summary))
 		b = append(b, '}')
 	}
 	b = append(b, `],"problems":[`...)
@@ -415,15 +409,24 @@ func renderCatalog(cat *catalog, detail string, titles bool, summary int) []byte
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(append(b, `{"plugin":`...), p.Plugin)
-		b = appendString(append(b, `,"code":`...), p.Code)
-		b = appendString(append(b, `,"error":`...), p.Error)
-		b = append(b, '}')
+		b = append(appendMembers(append(b, '{'), "plugin", p.Plugin, "code", p.Code, "error", p.Error), '}')
 	}
 	if detail != "full" {
-		return append(appendString(append(b, `],"next":`...), indexNext), '}')
+		return append(appendMembers(append(b, ']'), "next", indexNext), '}')
 	}
 	return append(b, "]}"...)
+}
+
+// appendMembers appends string members to an object, given as names and
+// values in turn, each after a comma unless the object has none yet.
+func appendMembers(b []byte, members ...string) []byte {
+	for i := 0; i < len(members); i += 2 {
+		if b[len(b)-1] != '{' {
+			b = append(b, ',')
+		}
+		b = appendString(append(appendString(b, members[i]), ':'), members[i+1])
+	}
+	return b
 }
 
 // ---- dispatch ----
@@ -489,10 +492,8 @@ func prepare(ct catalogTool, arguments value, opts callOptions, schemaID string)
 	p := prepared{ct: ct, query: value{kind: kindObject, obj: []member{}}, caller: opts.header,
 		req: request{method: ct.tool.method, path: ct.requestPath, header: opts.header, auth: opts.auth, limit: instanceLimits.bytes}}
 	if schemaID != "" {
-		p.req.header = opts.header.Clone()
-		if p.req.header == nil {
-			p.req.header = http.Header{}
-		}
+		p.req.header = http.Header{} // the caller's headers with the branch's, the caller's left as they are
+		maps.Copy(p.req.header, opts.header)
 		p.req.header.Set(branchHeader, schemaID)
 	}
 	if ct.tool.effect == "read" {
@@ -595,41 +596,25 @@ func responseDocument(ct catalogTool, resp *response, err error) ([]byte, error)
 			ct.tool.method, ct.requestPath, te.err)}
 	}
 	if err == nil && resp.status >= 200 && resp.status <= 299 {
-		doc, verr := successDocument(ct, resp)
-		if verr == nil {
-			return doc, nil
+		// A 2xx answer succeeds when its body passes the tool's
+		// outputSchema; HEAD, 204 and 205 have no body to check (SPEC §9).
+		body := []byte("null")
+		if ct.tool.method != http.MethodHead && resp.status != http.StatusNoContent && resp.status != http.StatusResetContent {
+			body, err = resp.body, ct.tool.output.validateBytes(resp.body, instanceLimits, "body")
 		}
-		err = fmt.Errorf("the response body is invalid: %w", verr)
+		if err == nil {
+			doc := appendMembers(append(make([]byte, 0, len(body)+512), '{'), "plugin", ct.plugin, "tool", ct.tool.name, "effect", ct.tool.effect)
+			doc = append(strconv.AppendInt(append(doc, `,"status":`...), int64(resp.status), 10), `,"headers":{`...)
+			for _, name := range keptHeaders {
+				if v := resp.header.Values(name); len(v) > 0 {
+					doc = appendMembers(doc, name, strings.Join(v, ", "))
+				}
+			}
+			return append(append(append(doc, `},"body":`...), body...), '}'), nil
+		}
+		err = fmt.Errorf("the response body is invalid: %w", err)
 	}
 	return nil, dispatchError(ct, resp, err)
-}
-
-// successDocument is the result of a 2xx answer whose body passes the
-// tool's outputSchema.
-func successDocument(ct catalogTool, resp *response) ([]byte, error) {
-	body := []byte("null")
-	if hasBody(ct.tool.method, resp.status) {
-		if err := ct.tool.output.validateBytes(resp.body, instanceLimits, "body"); err != nil {
-			return nil, err
-		}
-		body = resp.body
-	}
-	headers := value{kind: kindObject, obj: []member{}}
-	for _, name := range keptHeaders {
-		if v := resp.header.Values(name); len(v) > 0 {
-			headers.obj = append(headers.obj, member{name, stringValue(strings.Join(v, ", "))})
-		}
-	}
-	doc := encode(value{kind: kindObject, obj: []member{{"plugin", stringValue(ct.plugin)}, {"tool", stringValue(ct.tool.name)},
-		{"effect", stringValue(ct.tool.effect)}, {"status", value{kind: kindNumber, s: strconv.Itoa(resp.status)}}, {"headers", headers}}})
-	doc = append(doc[:len(doc)-1], `,"body":`...)
-	return append(append(doc, body...), '}'), nil
-}
-
-// hasBody reports whether an answer has a body to check (SPEC §9): not
-// for HEAD, nor for 204 and 205.
-func hasBody(method string, status int) bool {
-	return method != http.MethodHead && status != http.StatusNoContent && status != http.StatusResetContent
 }
 
 // dispatchError is the failure of a request that was sent: a write's outcome
@@ -656,16 +641,13 @@ func dispatchError(ct catalogTool, resp *response, err error) *bridgeError {
 		}
 	}
 	target := ct.tool.method + " " + ct.requestPath
+	be.Code, be.Message = "http_error", fmt.Sprintf("%s: %s. The read had no effect; fix the cause and retry.", target, why)
 	switch {
 	case ct.tool.effect != "read":
 		be.Code, be.Outcome = "outcome_unknown", "unknown"
 		be.Message = fmt.Sprintf("%s was sent, but its outcome is unknown: %s", target, why)
-	case resp != nil && (resp.status < 200 || resp.status > 399): // whatever its body
-		be.Code = "http_error"
-		be.Message = fmt.Sprintf("%s: %s. The read had no effect; fix the cause and retry.", target, why)
-	default:
+	case resp == nil || resp.status >= 200 && resp.status <= 399: // else http_error, whatever its body
 		be.Code, be.Body = "response_invalid", nil
-		be.Message = fmt.Sprintf("%s: %s. The read had no effect; fix the cause and retry.", target, why)
 	}
 	return be
 }
