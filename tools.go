@@ -847,17 +847,11 @@ func (b *bridge) confirmWrite(ctx context.Context, req *mcp.CallToolRequest, p p
 		return refuse(fmt.Sprintf("--confirm %s needs a human's confirmation, and %s", b.confirm, how))
 	}
 	params := &mcp.ElicitParams{Mode: "form", Message: confirmMessage(p, b.client.branch), RequestedSchema: json.RawMessage(confirmSchema)}
-	var answer *mcp.ElicitResult
-	var why string
-	if version >= multiRoundTrip {
-		if answer, why = b.answerByResult(req, p); answer == nil && why == "" {
-			return &inputRequired{&mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"confirm": params}, RequestState: string(newConfirmState(p, time.Now().Unix(), rand.Text()))}}
-		}
-	} else {
-		answer, why = askInline(ctx, req, params)
-	}
-	if why == "" {
-		why = answerRefusal(answer)
+	why, answered := "", true
+	if version < multiRoundTrip {
+		why = askInline(ctx, req, params)
+	} else if why, answered = b.answerByResult(req, p); !answered {
+		return &inputRequired{&mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"confirm": params}, RequestState: string(newConfirmState(p, time.Now().Unix(), rand.Text()))}}
 	}
 	if why != "" {
 		return refuse(why)
@@ -890,51 +884,49 @@ func clientAsks(ctx context.Context, req *mcp.CallToolRequest) (version string, 
 
 // needsConfirmation is the mode table of SPEC §13.
 func (b *bridge) needsConfirmation(effect string, canAsk bool) bool {
-	destructive := effect == "destructive"
 	switch b.confirm {
 	case "off":
 		return false
-	case "auto":
-		return destructive && canAsk
-	case "destructive":
-		return destructive
+	case "auto", "destructive": // auto asks only a client that can ask
+		return effect == "destructive" && (canAsk || b.confirm == "destructive")
 	}
 	return true // writes
 }
 
 // askInline asks with elicitation/create within the call, and waits for
-// the answer up to confirmTimeout; why says what went wrong, if anything.
-func askInline(ctx context.Context, req *mcp.CallToolRequest, params *mcp.ElicitParams) (answer *mcp.ElicitResult, why string) {
+// the answer up to confirmTimeout; why says what went wrong or what the
+// human answered, "" for a confirmation.
+func askInline(ctx context.Context, req *mcp.CallToolRequest, params *mcp.ElicitParams) (why string) {
 	ctx, cancel := context.WithTimeout(ctx, confirmTimeout)
 	defer cancel()
 	answer, err := req.Session.Elicit(ctx, params)
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return nil, fmt.Sprintf("no answer came within %v", confirmTimeout)
+		return fmt.Sprintf("no answer came within %v", confirmTimeout)
 	case ctx.Err() != nil:
-		return nil, "the call was cancelled while the question was open"
+		return "the call was cancelled while the question was open"
 	case err != nil:
-		return nil, "the client could not ask: " + clip(err.Error(), clipLimit)
+		return "the client could not ask: " + clip(err.Error(), clipLimit)
 	}
-	return answer, ""
+	return answerRefusal(answer)
 }
 
 // answerByResult reads the answer of a 2026-07-28 client, which is asked
 // through the call's result and answers by calling again with it and the
-// signed state of the question. Neither an answer nor a reason means that
-// the question is still to be asked.
-func (b *bridge) answerByResult(req *mcp.CallToolRequest, p prepared) (*mcp.ElicitResult, string) {
+// signed state of the question; why is as askInline's. Not answered means
+// that the question is still to be asked.
+func (b *bridge) answerByResult(req *mcp.CallToolRequest, p prepared) (why string, answered bool) {
 	answer, answered := req.Params.InputResponses["confirm"].(*mcp.ElicitResult)
 	asked, valid := confirmState(req.Params.RequestState).verify(p)
 	switch {
-	case !answered || !valid:
-		return nil, ""
+	case !answered || answer == nil || !valid:
+		return "", false
 	case time.Since(asked) > confirmTimeout:
-		return nil, fmt.Sprintf("the answer came more than %v after the question", confirmTimeout)
+		return fmt.Sprintf("the answer came more than %v after the question", confirmTimeout), true
 	case !b.spent.spend(req.Params.RequestState, asked):
-		return nil, "this answer was already used for a request: a confirmation sends one request once"
+		return "this answer was already used for a request: a confirmation sends one request once", true
 	}
-	return answer, ""
+	return answerRefusal(answer), true
 }
 
 // answerRefusal reads a human's answer: "" for a confirmation, else what
@@ -974,11 +966,7 @@ func confirmMessage(p prepared, branch string) string {
 }
 
 // confirmKey signs the requests 2026-07-28 clients are asked about.
-var confirmKey = func() []byte {
-	k := make([]byte, 32)
-	rand.Read(k)
-	return k
-}()
+var confirmKey = []byte(rand.Text() + rand.Text()) // 256 bits and more
 
 // confirmState is what a 2026-07-28 client carries from the question to
 // its answer: "ASKED.NONCE.MAC", when it was asked (Unix seconds), a nonce
@@ -1022,11 +1010,8 @@ func (s *spentStates) spend(state string, asked time.Time) bool {
 	if s.states == nil {
 		s.states = map[string]time.Time{}
 	}
-	for st, t := range s.states {
-		if time.Since(t) > confirmTimeout {
-			delete(s.states, st) // expired: its answer is refused as late anyway
-		}
-	}
+	// An expired state goes: its answer is refused as late anyway.
+	maps.DeleteFunc(s.states, func(_ string, t time.Time) bool { return time.Since(t) > confirmTimeout })
 	if _, used := s.states[state]; used {
 		return false
 	}
@@ -1095,7 +1080,6 @@ type stdioConn struct {
 	messages chan jsonrpc.Message
 	done     chan struct{} // closed by Close
 	eof      chan struct{} // closed when stdin ends
-	once     sync.Once
 
 	mu           sync.Mutex
 	closed       bool
@@ -1144,12 +1128,12 @@ func (c *stdioConn) Write(_ context.Context, m jsonrpc.Message) error {
 }
 
 func (c *stdioConn) Close() error {
-	c.once.Do(func() {
-		c.mu.Lock()
-		c.closed = true
-		c.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
 		close(c.done)
-	})
+	}
+	c.closed = true
 	return nil
 }
 
@@ -1173,14 +1157,7 @@ func (c *stdioConn) readLines() {
 		case err != nil && len(line) == 0 && !tooLong:
 			return // stdin ended between lines
 		}
-		c.mu.Lock()
-		var m jsonrpc.Message
-		if tooLong {
-			c.reply(nil, jsonrpc.CodeParseError, fmt.Sprintf("parse error: the message is longer than %d bytes", maxLineLength))
-		} else {
-			m = c.check(line)
-		}
-		c.mu.Unlock()
+		m := c.check(line, tooLong)
 		line, tooLong = line[:0], false
 		if m != nil {
 			select {
@@ -1196,13 +1173,21 @@ func (c *stdioConn) readLines() {
 }
 
 // check returns the message on line when the SDK may see it, and otherwise
-// answers it itself, with c.mu held (SPEC §11): -32700 for a line that is not exactly one
-// strict JSON value, -32600 for a value that is not a usable JSON-RPC
-// message. The checks parse the line once; the SDK decodes it again.
-func (c *stdioConn) check(line []byte) jsonrpc.Message {
+// answers it itself (SPEC §11): -32700 for a line over maxLineLength or
+// that is not exactly one strict JSON value, -32600 for a value that is not
+// a usable JSON-RPC message. The checks parse the line once; the SDK
+// decodes it again.
+func (c *stdioConn) check(line []byte, tooLong bool) jsonrpc.Message {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	refuse := func(id json.RawMessage, code int, msg string) jsonrpc.Message {
-		c.reply(id, code, msg)
+		if !c.closed { // an error response, in one Write
+			fmt.Fprintf(c.out, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":%d,\"message\":%s}}\n", cmp.Or(string(id), "null"), code, appendString(nil, msg))
+		}
 		return nil
+	}
+	if tooLong {
+		return refuse(nil, jsonrpc.CodeParseError, fmt.Sprintf("parse error: the message is longer than %d bytes", maxLineLength))
 	}
 	if line = bytes.TrimSpace(line); len(line) == 0 {
 		return nil
@@ -1258,21 +1243,4 @@ func messageID(id value, has bool) (json.RawMessage, bool) {
 		return nil, false
 	}
 	return []byte(exact(id.s).Num().String()), true
-}
-
-// reply writes an error response, with c.mu held, for a line the SDK does
-// not see.
-func (c *stdioConn) reply(id json.RawMessage, code int, msg string) {
-	if c.closed {
-		return
-	}
-	if id == nil {
-		id = json.RawMessage("null")
-	}
-	data, _ := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   jsonrpc.Error   `json:"error"`
-	}{"2.0", id, jsonrpc.Error{Code: int64(code), Message: msg}})
-	c.out.Write(append(data, '\n'))
 }
