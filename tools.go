@@ -78,12 +78,6 @@ type bridge struct {
 	calls       sync.WaitGroup // tool calls running
 }
 
-// writable reports whether any write can pass the policy, which the
-// plugin_call_tool annotations tell clients (SPEC §9).
-func (b *bridge) writable() bool {
-	return b.cfgErr == nil && (b.policy.all || len(b.policy.entries) > 0) && !(b.branchOnly && b.client.branch == "")
-}
-
 func newMCPServer(b *bridge, logger *slog.Logger) *mcp.Server {
 	server := mcp.NewServer(&mcp.Implementation{Name: "netbox-plugin-bridge", Version: bridgeVersion()}, &mcp.ServerOptions{
 		Instructions: instructions,
@@ -98,10 +92,11 @@ func newMCPServer(b *bridge, logger *slog.Logger) *mcp.Server {
 		InputSchema: json.RawMessage(listToolsSchema),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, DestructiveHint: new(false), OpenWorldHint: new(false)},
 	}, b.handler(listToolsInput, b.listTools))
-	// The annotations follow the write policy, since clients gate on them.
+	// The annotations tell clients whether any write can pass the policy,
+	// since they gate on them (SPEC §9).
 	writes, annotations := "Writes are off here: write tools can only be previewed.",
 		&mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, DestructiveHint: new(false), OpenWorldHint: new(true)}
-	if b.writable() {
+	if b.cfgErr == nil && (b.policy.all || len(b.policy.entries) > 0) && !(b.branchOnly && b.client.branch == "") {
 		writes, annotations = "Writes run where the operator allows them, some after a human confirms.", &mcp.ToolAnnotations{DestructiveHint: new(true), OpenWorldHint: new(true)}
 	}
 	server.AddTool(&mcp.Tool{
@@ -234,11 +229,9 @@ func (b *bridge) handler(input *schema, run func(context.Context, *mcp.CallToolR
 			}
 			doc, err = run(ctx, req, a)
 		}
-		var ask *inputRequired
-		switch {
-		case errors.As(err, &ask):
+		if ask := (*inputRequired)(nil); errors.As(err, &ask) {
 			return ask.result, nil
-		case err != nil:
+		} else if err != nil {
 			return toolError(err, a), nil
 		}
 		// The same JSON as structured content and as text, no other copy.
@@ -454,7 +447,7 @@ func (b *bridge) call(ctx context.Context, req *mcp.CallToolRequest, a *callArgs
 	case branchErr != nil:
 		return nil, branchErr
 	case a.dryRun:
-		return dryRunDocument(p, a.arguments, b.client.branch, ""), nil
+		return dryRunDocument(p, b.client.branch, ""), nil
 	}
 	doc, _, err := b.client.send(ctx, p)
 	return doc, err
@@ -478,6 +471,7 @@ type prepared struct {
 	ct     catalogTool
 	req    request
 	query  value       // the dry-run view of req.query
+	body   value       // and of req.body
 	caller http.Header // the caller's own headers, without the bridge's
 }
 
@@ -501,7 +495,7 @@ func prepare(ct catalogTool, arguments value, opts callOptions, schemaID string)
 		q, p.query = encodeQuery(arguments, ct.tool.input)
 		p.req.query = q.Encode()
 	} else {
-		p.req.body = args
+		p.req.body, p.body = args, arguments
 	}
 	return p, nil
 }
@@ -513,9 +507,7 @@ func prepare(ct catalogTool, arguments value, opts callOptions, schemaID string)
 func encodeQuery(args value, s *schema) (url.Values, value) {
 	q := url.Values{}
 	view := value{kind: kindObject, obj: []member{}}
-	members := slices.Clone(args.obj)
-	slices.SortFunc(members, func(x, y member) int { return strings.Compare(x.key, y.key) })
-	for _, m := range members {
+	for _, m := range slices.SortedFunc(slices.Values(args.obj), func(x, y member) int { return strings.Compare(x.key, y.key) }) {
 		prop := s.props[s.propIndex[m.key]].schema
 		if m.val.kind != kindArray {
 			text := queryText(m.val, prop)
@@ -563,11 +555,7 @@ func (c *client) send(ctx context.Context, p prepared) ([]byte, *response, error
 // dryRunDocument previews a call (SPEC §9): in branch, when one is in
 // force; refusal says why a live call would be refused, "" when it would
 // be allowed.
-func dryRunDocument(p prepared, arguments value, branch, refusal string) []byte {
-	body := value{}
-	if p.req.body != nil {
-		body = arguments
-	}
+func dryRunDocument(p prepared, branch, refusal string) []byte {
 	notice := "Local preview: discovery and argument validation ran against NetBox, but no request was sent to the target, so the plugin did not validate or authorize it."
 	if refusal != "" {
 		notice += " A live call would be refused: " + refusal
@@ -576,7 +564,7 @@ func dryRunDocument(p prepared, arguments value, branch, refusal string) []byte 
 	doc := value{kind: kindObject, obj: []member{
 		{"dry_run", value{kind: kindBool, b: true}}, {"plugin", stringValue(ct.plugin)}, {"tool", stringValue(ct.tool.name)},
 		{"effect", stringValue(ct.tool.effect)}, {"method", stringValue(ct.tool.method)}, {"path", stringValue(ct.requestPath)},
-		{"query", p.query}, {"body", body}, {"allowed", value{kind: kindBool, b: refusal == ""}}, {"notice", stringValue(notice)}}}
+		{"query", p.query}, {"body", p.body}, {"allowed", value{kind: kindBool, b: refusal == ""}}, {"notice", stringValue(notice)}}}
 	if id := p.req.header.Get(branchHeader); id != "" {
 		doc.obj = append(doc.obj, member{"branch", stringValue(branch)},
 			member{"headers", value{kind: kindObject, obj: []member{{"X-NetBox-Branch", stringValue(id)}}}})
@@ -622,13 +610,11 @@ func responseDocument(ct catalogTool, resp *response, err error) ([]byte, error)
 // body when that is strict bounded JSON.
 func dispatchError(ct catalogTool, resp *response, err error) *bridgeError {
 	be := &bridgeError{Dispatched: true, cause: err}
-	why := ""
+	why := fmt.Sprint(err)
 	switch {
 	case err != nil && resp != nil && resp.status >= 400:
 		why = fmt.Sprintf("HTTP %d, and its %v", resp.status, err)
-	case err != nil:
-		why = err.Error()
-	default:
+	case err == nil:
 		why = fmt.Sprintf("HTTP %d", resp.status)
 	}
 	if resp != nil {
@@ -666,11 +652,10 @@ type writePolicy struct {
 // plugin.* entries. A typo in a safety switch must be loud, so anything else
 // is an error, never "off".
 func parseWritePolicy(s, setting string) (writePolicy, error) {
-	p := writePolicy{setting: setting}
 	if all, err := switchWord(strings.TrimSpace(s)); err == nil || strings.TrimSpace(s) == "" {
-		p.all = all
-		return p, nil
+		return writePolicy{all: all, setting: setting}, nil
 	}
+	p := writePolicy{setting: setting}
 	for _, e := range strings.Split(s, ",") {
 		e = strings.TrimSpace(e)
 		plugin, tool, ok := strings.Cut(e, ".")
@@ -732,13 +717,12 @@ func (b *bridge) write(ctx context.Context, req *mcp.CallToolRequest, a *callArg
 	case branchErr != nil && code == "":
 		decision, err = "branch_unavailable", branchErr
 	case a.dryRun:
-		decision, doc = "dry_run", dryRunDocument(p, a.arguments, b.client.branch, refusal)
+		decision, doc = "dry_run", dryRunDocument(p, b.client.branch, refusal)
 	case code != "":
 		decision, err = code, &bridgeError{Code: code, Message: refusal}
 	default:
 		if err = b.confirmWrite(ctx, req, p); err != nil {
-			var ask *inputRequired
-			if errors.As(err, &ask) {
+			if _, ask := err.(*inputRequired); ask {
 				return nil, err // not decided yet: the client asks and calls again
 			}
 			decision = "not_confirmed"
@@ -759,16 +743,12 @@ func (b *bridge) write(ctx context.Context, req *mcp.CallToolRequest, a *callArg
 		}
 		attrs = append(attrs, "duration_ms", time.Since(start).Milliseconds())
 	}
-	b.auditWrite(ctx, p, a.opts, decision, attrs)
-	return doc, err
-}
-
-// auditWrite logs one write decision (SPEC §13): the caller by its token's
-// public part, never the body, never a secret.
-func (b *bridge) auditWrite(ctx context.Context, p prepared, opts callOptions, decision string, attrs []any) {
 	if b.audit == nil {
-		return
+		return doc, err
 	}
+	// The audit record (SPEC §13): the caller by its token's public part,
+	// never the body, never a secret.
+	opts := a.opts
 	attrs = append([]any{"kind", "audit", "plugin", p.ct.plugin, "tool", p.ct.tool.name, "effect", p.ct.tool.effect, "method", p.ct.tool.method,
 		"path", p.ct.requestPath, "decision", decision}, attrs...)
 	attrs = append(attrs, "token", tokenName(cmp.Or(opts.auth, b.client.auth)), "token_source", cmp.Or(opts.authFrom, "configured"))
@@ -785,6 +765,7 @@ func (b *bridge) auditWrite(ctx context.Context, p prepared, opts callOptions, d
 		attrs = append(attrs, "branch", b.client.branch)
 	}
 	b.audit.InfoContext(ctx, "write", attrs...)
+	return doc, err
 }
 
 // tokenName names the token of an Authorization without its secret: a v2
