@@ -51,11 +51,7 @@ const (
 // requestLimits bound a tool's own arguments: one instance plus its envelope.
 var requestLimits = limits{bytes: instanceLimits.bytes + 64<<10, depth: instanceLimits.depth + 1, values: instanceLimits.values + 256}
 
-var (
-	listToolsInput = mustCompileTool(listToolsSchema)
-	callToolInput  = mustCompileTool(callToolSchema)
-)
-
+// mustCompileTool compiles one of the two schemas when the server is made.
 func mustCompileTool(src string) *schema {
 	v, err := decode([]byte(src), schemaLimits)
 	var ps problems
@@ -91,7 +87,7 @@ func newMCPServer(b *bridge, logger *slog.Logger) *mcp.Server {
 			"as an index of names and summaries when the catalog is large; with plugin: that plugin's tools with their input schemas.",
 		InputSchema: json.RawMessage(listToolsSchema),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, DestructiveHint: new(false), OpenWorldHint: new(false)},
-	}, b.handler(listToolsInput, b.listTools))
+	}, b.handler(mustCompileTool(listToolsSchema), b.listTools))
 	// The annotations tell clients whether any write can pass the policy,
 	// since they gate on them (SPEC §9).
 	writes, annotations := "Writes are off here: write tools can only be previewed.",
@@ -105,7 +101,7 @@ func newMCPServer(b *bridge, logger *slog.Logger) *mcp.Server {
 		Description: "Call one plugin tool with arguments matching its inputSchema. Reads run at once; dry_run: true shows the request without sending it. " + writes,
 		InputSchema: json.RawMessage(callToolSchema),
 		Annotations: annotations,
-	}, b.handler(callToolInput, b.call))
+	}, b.handler(mustCompileTool(callToolSchema), b.call))
 	return server
 }
 
@@ -200,12 +196,11 @@ func (b *bridge) handler(input *schema, run func(context.Context, *mcp.CallToolR
 		defer b.calls.Done()
 		a, err := parseArgs(req.Params.Arguments, input)
 		caller, overHTTP := ctx.Value(callerKey{}).(httpCaller)
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
 		if overHTTP {
 			// The SDK detaches a call from its HTTP request; a client that
 			// goes away, or a drain that gives up, still ends the call.
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithCancel(ctx)
-			defer cancel()
 			defer context.AfterFunc(caller.ctx, cancel)()
 		}
 		switch {
@@ -283,9 +278,7 @@ func toolError(err error, a *callArgs) *mcp.CallToolResult {
 	if next := nextSteps[be.Code]; next != "" {
 		be.Message = strings.TrimSuffix(be.Message, ".") + ". " + next
 	}
-	doc, _ := json.Marshal(struct {
-		Error *bridgeError `json:"error"`
-	}{be})
+	doc, _ := json.Marshal(map[string]*bridgeError{"error": be})
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: be.Message}}, StructuredContent: json.RawMessage(doc)}
 }
 
@@ -491,9 +484,7 @@ func prepare(ct catalogTool, arguments value, opts callOptions, schemaID string)
 		p.req.header.Set(branchHeader, schemaID)
 	}
 	if ct.tool.effect == "read" {
-		var q url.Values
-		q, p.query = encodeQuery(arguments, ct.tool.input)
-		p.req.query = q.Encode()
+		p.req.query, p.query = encodeQuery(arguments, ct.tool.input)
 	} else {
 		p.req.body, p.body = args, arguments
 	}
@@ -504,7 +495,7 @@ func prepare(ct catalogTool, arguments value, opts callOptions, schemaID string)
 // dry-run view of it: names sorted, arrays as repeated keys, null as an
 // empty value, integral numbers of integer properties as plain digits,
 // other numbers as their exact tokens.
-func encodeQuery(args value, s *schema) (url.Values, value) {
+func encodeQuery(args value, s *schema) (string, value) {
 	q := url.Values{}
 	view := value{kind: kindObject, obj: []member{}}
 	for _, m := range slices.SortedFunc(slices.Values(args.obj), func(x, y member) int { return strings.Compare(x.key, y.key) }) {
@@ -523,7 +514,7 @@ func encodeQuery(args value, s *schema) (url.Values, value) {
 		}
 		view.obj = append(view.obj, member{m.key, list})
 	}
-	return q, view
+	return q.Encode(), view
 }
 
 func queryText(v value, s *schema) string {
@@ -748,17 +739,16 @@ func (b *bridge) write(ctx context.Context, req *mcp.CallToolRequest, a *callArg
 	}
 	// The audit record (SPEC §13): the caller by its token's public part,
 	// never the body, never a secret.
-	opts := a.opts
 	attrs = append([]any{"kind", "audit", "plugin", p.ct.plugin, "tool", p.ct.tool.name, "effect", p.ct.tool.effect, "method", p.ct.tool.method,
 		"path", p.ct.requestPath, "decision", decision}, attrs...)
-	attrs = append(attrs, "token", tokenName(cmp.Or(opts.auth, b.client.auth)), "token_source", cmp.Or(opts.authFrom, "configured"))
-	if opts.remote != "" {
-		attrs = append(attrs, "remote", opts.remote)
+	attrs = append(attrs, "token", tokenName(cmp.Or(a.opts.auth, b.client.auth)), "token_source", cmp.Or(a.opts.authFrom, "configured"))
+	if a.opts.remote != "" {
+		attrs = append(attrs, "remote", a.opts.remote)
 	}
-	if opts.peer != opts.remote {
-		attrs = append(attrs, "peer", opts.peer)
+	if a.opts.peer != a.opts.remote {
+		attrs = append(attrs, "peer", a.opts.peer)
 	}
-	if h := callerHeaders(opts.header); h != "" {
+	if h := callerHeaders(a.opts.header); h != "" {
 		attrs = append(attrs, "headers", h)
 	}
 	if b.client.branch != "" {
@@ -817,25 +807,22 @@ func (b *bridge) confirmWrite(ctx context.Context, req *mcp.CallToolRequest, p p
 	if !b.needsConfirmation(p.ct.tool.effect, canAsk) {
 		return nil
 	}
-	refuse := func(why string) error {
-		return &bridgeError{Code: "not_confirmed", Message: fmt.Sprintf("%s was not sent: %s; nothing reached NetBox", p.ct.qualifiedName(), why)}
-	}
-	if !canAsk {
-		how := "the client cannot ask a human: it does not support MCP form elicitation"
-		if stateless {
-			how = "the server cannot ask a human over stateless HTTP"
-		}
-		return refuse(fmt.Sprintf("--confirm %s needs a human's confirmation, and %s", b.confirm, how))
-	}
 	params := &mcp.ElicitParams{Mode: "form", Message: confirmMessage(p, b.client.branch), RequestedSchema: json.RawMessage(confirmSchema)}
 	why, answered := "", true
-	if version < multiRoundTrip {
+	switch {
+	case !canAsk && stateless:
+		why = "--confirm " + b.confirm + " needs a human's confirmation, and the server cannot ask a human over stateless HTTP"
+	case !canAsk:
+		why = "--confirm " + b.confirm + " needs a human's confirmation, and the client cannot ask a human: it does not support MCP form elicitation"
+	case version < multiRoundTrip:
 		why = askInline(ctx, req, params)
-	} else if why, answered = b.answerByResult(req, p); !answered {
-		return &inputRequired{&mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"confirm": params}, RequestState: string(newConfirmState(p, time.Now().Unix(), rand.Text()))}}
+	default:
+		if why, answered = b.answerByResult(req, p); !answered {
+			return &inputRequired{&mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"confirm": params}, RequestState: string(newConfirmState(p, time.Now().Unix(), rand.Text()))}}
+		}
 	}
 	if why != "" {
-		return refuse(why)
+		return &bridgeError{Code: "not_confirmed", Message: fmt.Sprintf("%s was not sent: %s; nothing reached NetBox", p.ct.qualifiedName(), why)}
 	}
 	return nil
 }
@@ -1079,13 +1066,12 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	select {
 	case m := <-c.messages:
 		return m, nil
-	case <-c.eof:
-		return nil, io.EOF
-	case <-c.done:
-		return nil, io.EOF
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-c.eof:
+	case <-c.done:
 	}
+	return nil, io.EOF
 }
 
 func (c *stdioConn) Write(_ context.Context, m jsonrpc.Message) error {
