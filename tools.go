@@ -378,15 +378,21 @@ func renderCatalog(cat *catalog, detail string, titles bool, summary int) []byte
 		if i > 0 {
 			b = append(b, ',')
 		}
+		// The members one by one, as this loop is the catalog's hot path.
 		if detail == "full" {
 			b = append(b, t.tool.descriptor[:len(t.tool.descriptor)-1]...) // without its '}'
-			b = appendMembers(b, "plugin", t.plugin, "qualified_name", t.qualifiedName(), "request_path", t.requestPath)
+			b = appendString(append(b, `,"plugin":`...), t.plugin)
+			b = appendString(append(b, `,"qualified_name":`...), t.qualifiedName())
+			b = appendString(append(b, `,"request_path":`...), t.requestPath)
 		} else {
-			b = appendMembers(append(b, '{'), "plugin", t.plugin, "name", t.tool.name, "qualified_name", t.qualifiedName(), "effect", t.tool.effect)
+			b = appendString(append(b, `{"plugin":`...), t.plugin)
+			b = appendString(append(b, `,"name":`...), t.tool.name)
+			b = appendString(append(b, `,"qualified_name":`...), t.qualifiedName())
+			b = appendString(append(b, `,"effect":`...), t.tool.effect)
 			if titles {
-				b = appendMembers(b, "title", t.tool.title)
+				b = appendString(append(b, `,"title":`...), t.tool.title)
 			}
-			b = appendMembers(b, "summary", clip(t.tool.summary, summary))
+			b = appendString(append(b, `,"summary":`...), clip(t.tool.summary, summary))
 		}
 		b = append(b, '}')
 	}
@@ -404,13 +410,14 @@ func renderCatalog(cat *catalog, detail string, titles bool, summary int) []byte
 }
 
 // appendMembers appends string members to an object, given as names and
-// values in turn, each after a comma unless the object has none yet.
+// values in turn, each after a comma unless the object has none yet. The
+// names are the bridge's own, plain ASCII, so they are copied unescaped.
 func appendMembers(b []byte, members ...string) []byte {
 	for i := 0; i < len(members); i += 2 {
 		if b[len(b)-1] != '{' {
 			b = append(b, ',')
 		}
-		b = appendString(append(appendString(b, members[i]), ':'), members[i+1])
+		b = appendString(append(append(append(b, '"'), members[i]...), '"', ':'), members[i+1])
 	}
 	return b
 }
