@@ -880,17 +880,19 @@ func compile(v value, loc *location, ps *problems) *schema {
 	for i, m := range v.obj {
 		loc.push(m.key)
 		at, val := loc, m.val // the keyword's location, until loc.pop below
+		if k, typed := keywordKinds[m.key]; typed && val.kind != k {
+			ps.add(at.String(), "%s must be %s", m.key, map[kind]string{kindString: "a string", kindArray: "an array", kindBool: "a boolean", kindObject: "an object"}[k])
+			loc.pop()
+			continue
+		}
 		switch m.key {
 		case "type":
 			s.types = compileType(val, at, ps)
 		case "enum":
-			if ps.want(m, kindArray, at) {
-				s.enum, s.hasEnum = val.arr, true
-			}
+			s.enum, s.hasEnum = val.arr, true
 		case "const":
 			s.constant = &v.obj[i].val
 		case "properties":
-			ps.want(m, kindObject, at)
 			for _, p := range val.obj {
 				loc.push(p.key)
 				s.addProperty(property{name: p.key, schema: compile(p.val, loc, ps), declared: true})
@@ -920,15 +922,13 @@ func compile(v value, loc *location, ps *problems) *schema {
 				ps.add(at.String(), "multipleOf must be greater than 0")
 			}
 		case "uniqueItems":
-			s.unique = ps.want(m, kindBool, at) && val.b
+			s.unique = val.b
 		case "format":
-			if ps.want(m, kindString, at) && val.s != "date-time" {
+			if val.s != "date-time" {
 				ps.add(at.String(), "format %s is not supported: bridge v1 asserts only \"date-time\"", quote(val.s))
 			}
 			s.dateTime = true
-		case "title", "description", "examples", "deprecated", "readOnly", "writeOnly":
-			ps.want(m, annotationKinds[m.key], at)
-		case "default":
+		case "title", "description", "examples", "deprecated", "readOnly", "writeOnly", "default": // annotations
 		default:
 			ps.add(at.String(), "keyword %s is not in the bridge-v1 schema subset", quote(m.key))
 		}
@@ -957,18 +957,10 @@ func compile(v value, loc *location, ps *problems) *schema {
 	return s
 }
 
-// annotationKinds are the kinds of the annotation keywords but default,
-// which may be any value.
-var annotationKinds = map[string]kind{"title": kindString, "description": kindString, "examples": kindArray, "deprecated": kindBool, "readOnly": kindBool, "writeOnly": kindBool}
-
-// want reports whether the keyword m, found at loc, has kind k, and a
-// problem when it has not.
-func (ps *problems) want(m member, k kind, loc *location) bool {
-	if m.val.kind != k {
-		ps.add(loc.String(), "%s must be %s", m.key, map[kind]string{kindString: "a string", kindArray: "an array", kindBool: "a boolean", kindObject: "an object"}[k])
-	}
-	return m.val.kind == k
-}
+// keywordKinds are the kinds that keywords of one kind must have; compile
+// reports a keyword of another kind and reads no further.
+var keywordKinds = map[string]kind{"enum": kindArray, "properties": kindObject, "uniqueItems": kindBool, "format": kindString,
+	"title": kindString, "description": kindString, "examples": kindArray, "deprecated": kindBool, "readOnly": kindBool, "writeOnly": kindBool}
 
 func (s *schema) addProperty(p property) int {
 	if s.propIndex == nil {
