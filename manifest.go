@@ -125,12 +125,11 @@ func (ps *problems) exactKeys(obj value, loc, what string, required []string, op
 		return
 	}
 	for _, m := range obj.obj {
-		if !slices.Contains(required, m.key) && !slices.Contains(optional, m.key) {
-			hint := ""
-			if a, found := keyAliases[m.key]; found {
-				hint = fmt.Sprintf(" (the key is %q)", a)
-			}
-			ps.add(child(loc, m.key), "unknown key in %s%s", what, hint)
+		switch a, alias := keyAliases[m.key]; { // no alias is a key of the bridge
+		case alias:
+			ps.add(child(loc, m.key), "unknown key in %s (the key is %q)", what, a)
+		case !slices.Contains(required, m.key) && !slices.Contains(optional, m.key):
+			ps.add(child(loc, m.key), "unknown key in %s", what)
 		}
 	}
 	for _, k := range required {
@@ -239,14 +238,10 @@ func (ps *problems) checkAnnotations(a value, loc, effect string) {
 			ps.add(child(loc, k), "must be a boolean")
 		}
 	}
-	if !slices.Contains(effectNames, effect) {
-		return
-	}
-	if h, _ := a.get("readOnlyHint"); h.kind == kindBool && h.b != (effect == "read") {
-		ps.add(child(loc, "readOnlyHint"), "must be %t for effect %q", effect == "read", effect)
-	}
-	if h, _ := a.get("destructiveHint"); h.kind == kindBool && h.b != (effect == "destructive") {
-		ps.add(child(loc, "destructiveHint"), "must be %t for effect %q", effect == "destructive", effect)
+	for _, f := range [...]struct{ hint, effect string }{{"readOnlyHint", "read"}, {"destructiveHint", "destructive"}} {
+		if h, _ := a.get(f.hint); h.kind == kindBool && h.b != (effect == f.effect) && slices.Contains(effectNames, effect) {
+			ps.add(child(loc, f.hint), "must be %t for effect %q", effect == f.effect, effect)
+		}
 	}
 }
 
