@@ -203,12 +203,12 @@ func (sc *scanner) more(end byte, n, at int) bool {
 	return true
 }
 
-// literal consumes true, false or null.
-func (sc *scanner) literal() error {
-	for _, l := range [...]string{"true", "false", "null"} {
+// literal consumes true, false or null and checks that s accepts its type.
+func (sc *scanner) literal(s *schema, loc string) error {
+	for i, l := range [...]string{"true", "false", "null"} {
 		if bytes.HasPrefix(sc.data[sc.pos:], []byte(l)) {
 			sc.pos += len(l)
-			return nil
+			return s.checkType([...]typeMask{typeBoolean, typeBoolean, typeNull}[i], loc)
 		}
 	}
 	return sc.errorf("invalid literal")
@@ -392,7 +392,7 @@ func (sc *scanner) build() value {
 	case '"':
 		v.kind, v.s = kindString, sc.buildString()
 	case 't', 'f', 'n':
-		sc.literal() // checked: it cannot fail
+		sc.literal(anySchema, "") // checked: it cannot fail
 		if v.b = c == 't'; c != 'n' {
 			v.kind = kindBool
 		}
@@ -556,15 +556,14 @@ func isInteger(tok string, plain bool) bool {
 
 // equal is JSON equality: numbers by exact value, objects regardless of order.
 func equal(a, b value) bool {
-	if a.kind != b.kind {
+	switch {
+	case a.kind != b.kind:
 		return false
-	}
-	switch a.kind {
-	case kindNull, kindBool: // a null's b is false
+	case a.kind == kindNull || a.kind == kindBool: // a null's b is false
 		return a.b == b.b
-	case kindNumber, kindString:
+	case a.kind == kindNumber || a.kind == kindString:
 		return a.s == b.s || a.kind == kindNumber && exact(a.s).Cmp(exact(b.s)) == 0
-	case kindArray:
+	case a.kind == kindArray:
 		return slices.EqualFunc(a.arr, b.arr, equal)
 	}
 	return len(a.obj) == len(b.obj) && !slices.ContainsFunc(a.obj, func(m member) bool {
@@ -1048,13 +1047,7 @@ func (sc *scanner) validate(s *schema, loc string) error {
 		}
 		return s.checkString(raw, loc)
 	case 't', 'f', 'n':
-		got := typeBoolean
-		if c == 'n' {
-			got = typeNull
-		}
-		if err = sc.literal(); err == nil {
-			err = s.checkType(got, loc)
-		}
+		err = sc.literal(s, loc)
 	default:
 		err = sc.validateNumber(s, loc)
 	}
