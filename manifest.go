@@ -180,8 +180,19 @@ func (ps *problems) checkDescriptor(v value, loc string, scratch *[]byte) *tool 
 	case knownMethod && knownEffect && !slices.Contains(effects, effect):
 		ps.add(child(loc, "effect"), "%s does not agree with method %s, which needs %s", quote(effect), method, strings.Join(effects, " or "))
 	}
-	if a, found := v.get("annotations"); found {
-		ps.checkAnnotations(a, child(loc, "annotations"), effect)
+	if a, found := v.get("annotations"); found { // the hints that follow the effect only when it is known
+		at := child(loc, "annotations")
+		ps.exactKeys(a, at, "annotations", annotationKeys)
+		for _, k := range annotationKeys {
+			if h, found := a.get(k); found && h.kind != kindBool {
+				ps.add(child(at, k), "must be a boolean")
+			}
+		}
+		for _, f := range [...]struct{ hint, effect string }{{"readOnlyHint", "read"}, {"destructiveHint", "destructive"}} {
+			if h, _ := a.get(f.hint); h.kind == kindBool && h.b != (effect == f.effect) && knownEffect {
+				ps.add(child(at, f.hint), "must be %t for effect %q", effect == f.effect, effect)
+			}
+		}
 	}
 	var input, output *schema
 	if in, found := v.get("inputSchema"); found {
@@ -227,22 +238,6 @@ func encodeDescriptor(v value, scratch *[]byte) []byte {
 	}
 	*scratch = b
 	return bytes.Clone(b)
-}
-
-// checkAnnotations checks the annotations a, found at loc, of a tool whose
-// effect is effect: the hints that follow the effect only when it is known.
-func (ps *problems) checkAnnotations(a value, loc, effect string) {
-	ps.exactKeys(a, loc, "annotations", annotationKeys)
-	for _, k := range annotationKeys {
-		if h, found := a.get(k); found && h.kind != kindBool {
-			ps.add(child(loc, k), "must be a boolean")
-		}
-	}
-	for _, f := range [...]struct{ hint, effect string }{{"readOnlyHint", "read"}, {"destructiveHint", "destructive"}} {
-		if h, _ := a.get(f.hint); h.kind == kindBool && h.b != (effect == f.effect) && slices.Contains(effectNames, effect) {
-			ps.add(child(loc, f.hint), "must be %t for effect %q", effect == f.effect, effect)
-		}
-	}
 }
 
 // checkInputSchema compiles the inputSchema v, found at loc, with its root
