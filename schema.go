@@ -431,25 +431,19 @@ func appendJSON(b []byte, v value) []byte {
 		return append(b, v.s...)
 	case kindString:
 		return appendString(b, v.s)
-	case kindArray:
-		b = append(b, '[')
-		for i, e := range v.arr {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSON(b, e)
-		}
-		return append(b, ']')
-	default:
-		b = append(b, '{')
-		for i, m := range v.obj {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSON(append(appendString(b, m.key), ':'), m.val)
-		}
-		return append(b, '}')
 	}
+	b = append(b, "[{"[v.kind-kindArray]) // an array or an object, whose other slice is empty
+	for i := range len(v.arr) + len(v.obj) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if v.kind == kindArray {
+			b = appendJSON(b, v.arr[i])
+		} else {
+			b = appendJSON(append(appendString(b, v.obj[i].key), ':'), v.obj[i].val)
+		}
+	}
+	return append(b, "]}"[v.kind-kindArray])
 }
 
 // appendString appends s as a JSON string: '"', '\\' and control
@@ -1277,11 +1271,8 @@ func (sc *scanner) validateNumber(s *schema, loc string) error {
 	if s.types&typeInteger != 0 && s.types&typeNumber == 0 && (plain || isInteger(string(tok), false)) {
 		got = typeInteger
 	}
-	if err := s.checkType(got, loc); err != nil {
+	if err := s.checkType(got, loc); err != nil || s.numbers == [5]*decimal{} {
 		return err
-	}
-	if s.numbers == [5]*decimal{} {
-		return nil
 	}
 	n := newDecimal(tok)
 	for i, b := range s.numbers {
