@@ -47,10 +47,8 @@ func (m *manifest) dropSchemas() {
 }
 
 func (m *manifest) tool(name string) *tool {
-	for _, t := range m.tools {
-		if t.name == name {
-			return t
-		}
+	if i := slices.IndexFunc(m.tools, func(t *tool) bool { return t.name == name }); i >= 0 {
+		return m.tools[i]
 	}
 	return nil
 }

@@ -66,10 +66,8 @@ type member struct {
 
 // get returns the member named key of an object value.
 func (v value) get(key string) (value, bool) {
-	for _, m := range v.obj {
-		if m.key == key {
-			return m.val, true
-		}
+	if i := slices.IndexFunc(v.obj, func(m member) bool { return m.key == key }); i >= 0 {
+		return v.obj[i].val, true
 	}
 	return value{}, false
 }
