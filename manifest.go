@@ -256,20 +256,14 @@ func (ps *problems) checkInputSchema(v value, loc, method string) *schema {
 	if s == nil || method != "GET" && method != "HEAD" {
 		return s
 	}
-	for _, p := range s.props {
-		if p.declared && p.schema != nil && !queryEncodable(p.schema) {
+	scalar := func(s *schema) bool { return s != nil && s.types != 0 && s.types&^scalarTypes == 0 }
+	for _, p := range s.props { // each value p accepts must encode deterministically as query parameters
+		if p.declared && p.schema != nil && !scalar(p.schema) && (p.schema.types&^typeNull != typeArray || !scalar(p.schema.items)) {
 			ps.add(child(child(loc, "properties"), p.name),
 				"a %s input property must declare scalar types, or \"array\" (optionally with \"null\") whose items declare scalar types", method)
 		}
 	}
 	return s
-}
-
-// queryEncodable reports whether every value s accepts encodes
-// deterministically as query parameters.
-func queryEncodable(s *schema) bool {
-	scalar := func(s *schema) bool { return s != nil && s.types != 0 && s.types&^scalarTypes == 0 }
-	return scalar(s) || s.types&^typeNull == typeArray && scalar(s.items)
 }
 
 // checkToolPath applies the descriptor path rules: a fixed path relative to
