@@ -211,6 +211,8 @@ func (d *discovery) fetch(ctx context.Context, path string, limit int, use func(
 			e.detail += "; " + d.c.tokenHint(d.opts.auth, d.opts.authFrom)
 		case resp.status == http.StatusNotFound && path == "/api/plugins/":
 			e.detail += "; is NETBOX_URL the NetBox base URL, without /api, and with the path prefix NetBox is served under?"
+		case resp.status == http.StatusNotFound && path == branchesPath:
+			e.detail += "; is the NetBox Branching plugin installed?"
 		}
 		return e
 	}
@@ -635,10 +637,6 @@ func (c *client) branchSchema(ctx context.Context, opts callOptions) (string, er
 		}
 		return nil
 	})
-	var hs *httpStatusError
-	if errors.As(err, &hs) && hs.status == http.StatusNotFound {
-		err = fmt.Errorf("%w; is the NetBox Branching plugin installed?", err)
-	}
 	if err != nil {
 		return "", &bridgeError{Code: "branch_unavailable", Message: fmt.Sprintf("NetBox branch %s: %v", quote(c.branch), err)}
 	}

@@ -171,10 +171,8 @@ func parseHeaders(entries []value) (http.Header, error) {
 			return nil, fmt.Errorf("%s: %s is not \"Name: value\" or \"Name=value\"", at, quote(clip(e.s, 100)))
 		}
 		name, val := e.s[:cut], strings.Trim(e.s[cut+1:], " ")
-		for j := 0; j < len(name); j++ {
-			if !strings.ContainsRune("!#$%&'*+-.^_`|~", rune(name[j])) && !isAlnum(name[j]) {
-				return nil, fmt.Errorf("%s: header name %s is not an RFC 9110 token", at, quote(clip(name, 100)))
-			}
+		if strings.ContainsFunc(name, func(r rune) bool { return r > '~' || !isAlnum(byte(r)) && !strings.ContainsRune("!#$%&'*+-.^_`|~", r) }) {
+			return nil, fmt.Errorf("%s: header name %s is not an RFC 9110 token", at, quote(clip(name, 100)))
 		}
 		if lower := strings.ToLower(name); slices.Contains(reservedHeaders, lower) || strings.HasPrefix(lower, "if-") {
 			return nil, fmt.Errorf("%s: header %s is set by the bridge and cannot be overridden", at, quote(name))
