@@ -119,10 +119,10 @@ func parseArgs(raw json.RawMessage, s *schema) (*callArgs, error) {
 	if t := string(bytes.TrimSpace(raw)); t == "" || t == "null" {
 		raw = json.RawMessage("{}")
 	}
-	if err := s.validateBytes(raw, requestLimits, "arguments"); err != nil {
+	err := s.validateBytes(raw, requestLimits, "arguments")
+	if err != nil {
 		return nil, err
 	}
-	var err error
 	a := &callArgs{arguments: value{kind: kindObject, obj: []member{}}}
 	for _, m := range build(raw).obj {
 		switch m.key {
@@ -201,6 +201,7 @@ func (b *bridge) handler(input *schema, run func(context.Context, *mcp.CallToolR
 			// goes away, or a drain that gives up, still ends the call.
 			defer context.AfterFunc(caller.ctx, cancel)()
 		}
+		var doc []byte
 		switch {
 		case err != nil:
 			err = &bridgeError{Code: "invalid_request", Message: err.Error()}
@@ -212,9 +213,7 @@ func (b *bridge) handler(input *schema, run func(context.Context, *mcp.CallToolR
 			err = &bridgeError{Code: "invalid_request", Message: "arguments.token: the operator allows NetBox credentials only from the configuration (--no-call-token); leave out token"}
 		case a.opts.header.Get(branchHeader) != "" && (b.client.branch != "" || b.branchOnly):
 			err = &bridgeError{Code: "invalid_request", Message: "arguments.header: X-NetBox-Branch is set by the bridge while the operator confines writes to a branch"}
-		}
-		var doc []byte
-		if err == nil {
+		default:
 			// The caller's identity is the call's: its NetBox token replaces the configured one.
 			a.opts.remote, a.opts.peer = caller.remote, caller.peer
 			if caller.auth != "" {
@@ -845,9 +844,7 @@ func clientAsks(ctx context.Context, req *mcp.CallToolRequest) (version string, 
 		version, caps = session.ProtocolVersion, session.Capabilities.Elicitation
 	}
 	if v, ok := req.Params.Meta["io.modelcontextprotocol/protocolVersion"].(string); ok && v >= multiRoundTrip {
-		var declared struct {
-			Elicitation *mcp.ElicitationCapabilities `json:"elicitation"`
-		}
+		var declared mcp.ClientCapabilities
 		raw, _ := json.Marshal(req.Params.Meta["io.modelcontextprotocol/clientCapabilities"])
 		json.Unmarshal(raw, &declared)
 		version, caps = v, declared.Elicitation
