@@ -58,14 +58,6 @@ type catalogTool struct {
 
 func (t catalogTool) qualifiedName() string { return t.plugin + "." + t.tool.name }
 
-// compareQualifiedNames orders tools by qualified name without building the
-// names: slugs and tool names are at most 64 bytes.
-func compareQualifiedNames(a, b catalogTool) int {
-	var x, y [160]byte
-	return bytes.Compare(append(append(append(x[:0], a.plugin...), '.'), a.tool.name...),
-		append(append(append(y[:0], b.plugin...), '.'), b.tool.name...))
-}
-
 // scanProblem is one plugin's discovery problem in a full scan.
 type scanProblem struct {
 	Plugin string `json:"plugin"`
@@ -322,12 +314,11 @@ func (c *client) scan(ctx context.Context, opts callOptions) (*catalog, error) {
 	cat := &catalog{}
 	var slugs []string
 	err := d.fetch(ctx, "/api/plugins/", rootLimits.bytes, func(body []byte) (err error) {
-		slugs, cat.problems, err = c.pluginSlugs(body)
+		if slugs, cat.problems, err = c.pluginSlugs(body); err == nil && len(slugs) > scanRootLimit {
+			err = fmt.Errorf("NetBox lists %d plugin roots, more than %d", len(slugs), scanRootLimit)
+		}
 		return err
 	})
-	if err == nil && len(slugs) > scanRootLimit {
-		err = fmt.Errorf("NetBox lists %d plugin roots, more than %d", len(slugs), scanRootLimit)
-	}
 	if err != nil {
 		return nil, discoveryError("", err)
 	}
@@ -413,7 +404,13 @@ func (cat *catalog) add(slug string, m *manifest) {
 }
 
 func (cat *catalog) sort() {
-	slices.SortFunc(cat.tools, compareQualifiedNames)
+	// By qualified name without building the names: slugs and tool names
+	// are at most 64 bytes.
+	slices.SortFunc(cat.tools, func(a, b catalogTool) int {
+		var x, y [160]byte
+		return bytes.Compare(append(append(append(x[:0], a.plugin...), '.'), a.tool.name...),
+			append(append(append(y[:0], b.plugin...), '.'), b.tool.name...))
+	})
 	slices.SortStableFunc(cat.problems, func(a, b scanProblem) int { return strings.Compare(a.Plugin, b.Plugin) })
 }
 

@@ -808,8 +808,13 @@ const multiRoundTrip = "2026-07-28"
 // does not ask for it, or a human confirmed exactly this request.
 func (b *bridge) confirmWrite(ctx context.Context, req *mcp.CallToolRequest, p prepared) error {
 	version, canAsk, stateless := clientAsks(ctx, req)
-	if !b.needsConfirmation(p.ct.tool.effect, canAsk) {
+	switch b.confirm { // the mode table of SPEC §13; writes always asks
+	case "off":
 		return nil
+	case "auto", "destructive": // only destructive tools; auto asks only a client that can ask
+		if p.ct.tool.effect != "destructive" || b.confirm == "auto" && !canAsk {
+			return nil
+		}
 	}
 	params := &mcp.ElicitParams{Mode: "form", Message: confirmMessage(p, b.client.branch), RequestedSchema: json.RawMessage(confirmSchema)}
 	why, answered := "", true
@@ -850,17 +855,6 @@ func clientAsks(ctx context.Context, req *mcp.CallToolRequest) (version string, 
 		version, caps = v, declared.Elicitation
 	}
 	return version, caps != nil && (caps.Form != nil || caps.URL == nil), false // {} is form, from before 2025-11-25
-}
-
-// needsConfirmation is the mode table of SPEC §13.
-func (b *bridge) needsConfirmation(effect string, canAsk bool) bool {
-	switch b.confirm {
-	case "off":
-		return false
-	case "auto", "destructive": // auto asks only a client that can ask
-		return effect == "destructive" && (canAsk || b.confirm == "destructive")
-	}
-	return true // writes
 }
 
 // askInline asks with elicitation/create within the call, and waits for
@@ -1165,9 +1159,18 @@ func (c *stdioConn) check(line []byte, tooLong bool) jsonrpc.Message {
 	if err != nil { // JSON-RPC: a parse error's id is null
 		return refuse(nil, jsonrpc.CodeParseError, "parse error: "+err.Error())
 	}
-	rawID, ok := messageID(doc.get("id"))
-	if !ok {
+	// The id for a reply: a string, or an integer within ±2^53 (an
+	// integral token such as 1e3 is the integer it equals); nil for none.
+	id, hasID := doc.get("id")
+	var rawID json.RawMessage
+	switch {
+	case !hasID:
+	case id.kind == kindString:
+		rawID = encode(id)
+	case id.kind != kindNumber || !isInteger(id.s, !strings.ContainsAny(id.s, ".eE")) || exact(id.s).Num().CmpAbs(maxSafeInteger) > 0:
 		return refuse(nil, jsonrpc.CodeInvalidRequest, "invalid request: an id must be a string or an integer within ±2^53")
+	default:
+		rawID = []byte(exact(id.s).Num().String())
 	}
 	_, hasResult := doc.get("result")
 	_, hasError := doc.get("error")
@@ -1197,19 +1200,4 @@ func (c *stdioConn) check(line []byte, tooLong bool) jsonrpc.Message {
 	}
 	c.inFlight[req.ID] = true
 	return m
-}
-
-// messageID renders the id of a message for a reply: a string, or an
-// integer within ±2^53 (an integral token such as 1e3 is the integer it
-// equals); nil when the message has none, and false when it is not usable.
-func messageID(id value, has bool) (json.RawMessage, bool) {
-	switch {
-	case !has:
-		return nil, true
-	case id.kind == kindString:
-		return encode(id), true
-	case id.kind != kindNumber || !isInteger(id.s, !strings.ContainsAny(id.s, ".eE")) || exact(id.s).Num().CmpAbs(maxSafeInteger) > 0:
-		return nil, false
-	}
-	return []byte(exact(id.s).Num().String()), true
 }
