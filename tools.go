@@ -817,7 +817,7 @@ func (b *bridge) confirmWrite(ctx context.Context, req *mcp.CallToolRequest, p p
 		}
 	}
 	params := &mcp.ElicitParams{Mode: "form", Message: confirmMessage(p, b.client.branch), RequestedSchema: json.RawMessage(confirmSchema)}
-	why, answered := "", true
+	var why string
 	switch {
 	case !canAsk && stateless:
 		why = "--confirm " + b.confirm + " needs a human's confirmation, and the server cannot ask a human over stateless HTTP"
@@ -826,8 +826,19 @@ func (b *bridge) confirmWrite(ctx context.Context, req *mcp.CallToolRequest, p p
 	case version < multiRoundTrip:
 		why = askInline(ctx, req, params)
 	default:
-		if why, answered = b.answerByResult(req, p); !answered {
+		// A 2026-07-28 client is asked through the call's result and answers
+		// by calling again with the answer and the signed state of the question.
+		answer, answered := req.Params.InputResponses["confirm"].(*mcp.ElicitResult)
+		asked, valid := confirmState(req.Params.RequestState).verify(p)
+		switch {
+		case !answered || answer == nil || !valid: // the question is still to be asked
 			return &inputRequired{&mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"confirm": params}, RequestState: string(newConfirmState(p, time.Now().Unix(), rand.Text()))}}
+		case time.Since(asked) > confirmTimeout:
+			why = fmt.Sprintf("the answer came more than %v after the question", confirmTimeout)
+		case !b.spent.spend(req.Params.RequestState, asked):
+			why = "this answer was already used for a request: a confirmation sends one request once"
+		default:
+			why = answerRefusal(answer)
 		}
 	}
 	if why != "" {
@@ -873,24 +884,6 @@ func askInline(ctx context.Context, req *mcp.CallToolRequest, params *mcp.Elicit
 		return "the client could not ask: " + clip(err.Error(), clipLimit)
 	}
 	return answerRefusal(answer)
-}
-
-// answerByResult reads the answer of a 2026-07-28 client, which is asked
-// through the call's result and answers by calling again with it and the
-// signed state of the question; why is as askInline's. Not answered means
-// that the question is still to be asked.
-func (b *bridge) answerByResult(req *mcp.CallToolRequest, p prepared) (why string, answered bool) {
-	answer, answered := req.Params.InputResponses["confirm"].(*mcp.ElicitResult)
-	asked, valid := confirmState(req.Params.RequestState).verify(p)
-	switch {
-	case !answered || answer == nil || !valid:
-		return "", false
-	case time.Since(asked) > confirmTimeout:
-		return fmt.Sprintf("the answer came more than %v after the question", confirmTimeout), true
-	case !b.spent.spend(req.Params.RequestState, asked):
-		return "this answer was already used for a request: a confirmation sends one request once", true
-	}
-	return answerRefusal(answer), true
 }
 
 // answerRefusal reads a human's answer: "" for a confirmation, else what
