@@ -855,9 +855,8 @@ func serveHTTP(ctx context.Context, o *options, env environment, server *mcp.Ser
 	}
 	again, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	context.AfterFunc(again, func() { srv.Close() }) // a second signal during the drain stops at once
 	logger.Info("stopping: no new connections; requests in flight may finish", "within", drainTimeout.String())
-	drain, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	drain, cancel := context.WithTimeout(again, drainTimeout) // a second signal ends the drain at once
 	defer cancel()
 	if err := srv.Shutdown(drain); err == nil {
 		logger.Info("stopped; every request in flight was answered")
@@ -1042,9 +1041,8 @@ func (f *front) caller(r *http.Request) httpCaller {
 	if err != nil || !f.trusts(peer.Addr()) {
 		return c
 	}
-	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
-	for i := len(hops) - 1; i >= 0; i-- {
-		addr, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+	for _, hop := range slices.Backward(strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")) {
+		addr, err := netip.ParseAddr(strings.TrimSpace(hop))
 		if err != nil {
 			break // a forged or broken hop: trust no further
 		}
