@@ -479,9 +479,17 @@ func loadConfig(o *options, env environment) (*config, error) {
 	rawURL, urlFrom := pick("NETBOX_URL", "base_url", p.url)
 	timeout, timeoutFrom := pick("NETBOX_TIMEOUT", "timeout", p.timeout)
 	sslVerify, sslFrom := pick("NETBOX_SSL_VERIFY", "ssl_verify", p.sslVerify)
-	token, tokenFrom, err := envToken(env.getenv)
-	if err != nil {
-		return nil, err
+	// The token is whole, or in netbox-sdk's split form, or the profile's.
+	token, tokenFrom := env.getenv("NETBOX_TOKEN"), "NETBOX_TOKEN"
+	if token == "" {
+		tokenFrom = "NETBOX_TOKEN_KEY and NETBOX_TOKEN_SECRET"
+		if strings.EqualFold(env.getenv("NETBOX_TOKEN_VERSION"), "v1") {
+			tokenFrom = "NETBOX_TOKEN_SECRET"
+		}
+		if token, err = joinToken(env.getenv("NETBOX_TOKEN_VERSION"), env.getenv("NETBOX_TOKEN_KEY"), env.getenv("NETBOX_TOKEN_SECRET"),
+			"NETBOX_TOKEN_VERSION", "NETBOX_TOKEN_KEY", "NETBOX_TOKEN_SECRET"); err != nil {
+			return nil, err
+		}
 	}
 	if token == "" && p.token != "" {
 		token, tokenFrom = p.token, fmt.Sprintf("profile %q", p.name)
@@ -530,20 +538,6 @@ func loadPolicy(o *options) (writePolicy, string, error) {
 		return writePolicy{}, "", fmt.Errorf("%s: %s is not one of %s", o.setting("confirm"), quote(clip(confirm, 40)), strings.Join(confirmModes, ", "))
 	}
 	return policy, cmp.Or(o.confirm, confirmModes[0]), nil
-}
-
-// envToken reads the whole token, or netbox-sdk's split form, and names
-// where it came from.
-func envToken(getenv func(string) string) (string, string, error) {
-	if t := getenv("NETBOX_TOKEN"); t != "" {
-		return t, "NETBOX_TOKEN", nil
-	}
-	token, err := joinToken(getenv("NETBOX_TOKEN_VERSION"), getenv("NETBOX_TOKEN_KEY"), getenv("NETBOX_TOKEN_SECRET"),
-		"NETBOX_TOKEN_VERSION", "NETBOX_TOKEN_KEY", "NETBOX_TOKEN_SECRET")
-	if strings.EqualFold(getenv("NETBOX_TOKEN_VERSION"), "v1") {
-		return token, "NETBOX_TOKEN_SECRET", err
-	}
-	return token, "NETBOX_TOKEN_KEY and NETBOX_TOKEN_SECRET", err
 }
 
 // joinToken builds a token from netbox-sdk's split form: version v1 takes
@@ -885,8 +879,7 @@ func loopback(host string) bool {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return host == "localhost" || ip != nil && ip.IsLoopback()
+	return host == "localhost" || net.ParseIP(strings.Trim(host, "[]")).IsLoopback() // a nil IP is not
 }
 
 // front is the HTTP front of the MCP server (SPEC §14): /healthz and
