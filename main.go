@@ -602,8 +602,7 @@ func parseProfile(data []byte, path, name string, named bool) (profile, error) {
 	entry := doc
 	if _, flat := doc.get("base_url"); !flat {
 		profiles, _ := doc.get("profiles")
-		var found bool
-		if entry, found = profiles.get(name); !found || entry.kind != kindObject {
+		if entry, _ = profiles.get(name); entry.kind != kindObject { // a missing one is null
 			if !named {
 				return profile{}, nil
 			}
@@ -857,12 +856,9 @@ func serveHTTP(ctx context.Context, o *options, env environment, server *mcp.Ser
 		return exitOK
 	}
 	srv.Close() // cancels what remains; their calls end and write their audit records
-	waited := make(chan struct{})
-	go func() { b.calls.Wait(); close(waited) }()
-	select { // the calls still running, at most stopTimeout
-	case <-waited:
-	case <-time.After(stopTimeout):
-	}
+	waited, done := context.WithTimeout(context.Background(), stopTimeout)
+	go func() { b.calls.Wait(); done() }()
+	<-waited.Done() // the calls still running, at most stopTimeout
 	logger.Info("stopped; requests still in flight after the drain were cancelled")
 	return exitOK
 }
