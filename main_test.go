@@ -5139,3 +5139,108 @@ func TestLayers(t *testing.T) {
 	}
 	t.Logf("layers: %d uses across files, all downward", uses)
 }
+
+// TestAuditPath keeps the README's reading path true (issue 21): every row
+// names a declaration of the file it says and a test that exists, the rows
+// go in reading order (the files' layering, top to bottom within a file),
+// and the stated total is within 10 % of the path's code lines.
+func TestAuditPath(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## Auditing\n")
+	if !ok {
+		t.Fatal(`the README has no "## Auditing" section`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	rows := regexp.MustCompile("(?m)^\\| *\\d+ *\\| *`([A-Za-z.]+)` *\\| *([a-z0-9]+\\.go) *\\|.*\\| *`(Test[A-Za-z0-9]+)`").FindAllStringSubmatch(section, -1)
+	total := regexp.MustCompile(`The path is (\d+) code lines`).FindStringSubmatch(section)
+	if len(rows) < 10 || total == nil {
+		t.Fatalf("the Auditing section lists %d rows (want at least 10) and states a total: %v", len(rows), total != nil)
+	}
+	fset, files := parseSources(t)
+	type place struct{ file, line, lines int }
+	decls := map[string]place{}
+	for i, f := range files {
+		src, err := os.ReadFile(sourceOrder[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			from, to := fset.Position(d.Pos()), fset.Position(d.End())
+			decls[sourceOrder[i]+":"+declName(d)] = place{i, from.Line, codeLines(src[from.Offset:to.Offset])}
+		}
+	}
+	tests := map[string]bool{}
+	testFiles, _ := filepath.Glob("*_test.go")
+	for _, name := range testFiles {
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`(?m)^func (Test\w+)\(t \*testing\.T\)`).FindAllStringSubmatch(string(src), -1) {
+			tests[m[1]] = true
+		}
+	}
+	sum, last := 0, place{}
+	for _, r := range rows {
+		p, ok := decls[r[2]+":"+r[1]]
+		if !ok {
+			t.Errorf("the reading path names %s in %s, which does not define it", r[1], r[2])
+			continue
+		}
+		if !tests[r[3]] {
+			t.Errorf("the reading path proves %s by %s, which does not exist", r[1], r[3])
+		}
+		if p.file < last.file || p.file == last.file && p.line < last.line {
+			t.Errorf("the reading path goes back: %s (%s:%d) after %s:%d", r[1], r[2], p.line, sourceOrder[last.file], last.line)
+		}
+		sum, last = sum+p.lines, p
+	}
+	stated, _ := strconv.Atoi(total[1])
+	if diff := stated - sum; diff*10 > sum || -diff*10 > sum {
+		t.Errorf("the README says the path is %d code lines; its %d declarations have %d", stated, len(rows), sum)
+	}
+	t.Logf("audit: %d declarations, %d code lines (README says %d)", len(rows), sum, stated)
+}
+
+// declName is how the README names a declaration: a function, a method as
+// Type.Method, a type, or the first name of a var or const block.
+func declName(d ast.Decl) string {
+	switch d := d.(type) {
+	case *ast.FuncDecl:
+		if d.Recv == nil {
+			return d.Name.Name
+		}
+		recv := d.Recv.List[0].Type
+		if star, ok := recv.(*ast.StarExpr); ok {
+			recv = star.X
+		}
+		if ident, ok := recv.(*ast.Ident); ok {
+			return ident.Name + "." + d.Name.Name
+		}
+	case *ast.GenDecl:
+		switch s := d.Specs[0].(type) {
+		case *ast.TypeSpec:
+			return s.Name.Name
+		case *ast.ValueSpec:
+			return s.Names[0].Name
+		}
+	}
+	return ""
+}
+
+// codeLines counts the lines of src that are neither blank nor only a
+// comment: the README's and the budget's measure.
+func codeLines(src []byte) int {
+	n := 0
+	for _, line := range strings.Split(string(src), "\n") {
+		line = strings.TrimSpace(line)
+		if line != "" && !strings.HasPrefix(line, "//") {
+			n++
+		}
+	}
+	return n
+}
