@@ -163,8 +163,7 @@ func (d *discovery) fail(msg string) error {
 // ended is why the scan's context ended: a broken limit, the deadline, or
 // the caller's cancellation.
 func ended(ctx context.Context) error {
-	var limit *scanLimitError
-	if errors.As(context.Cause(ctx), &limit) {
+	if limit, ok := errors.AsType[*scanLimitError](context.Cause(ctx)); ok {
 		return limit
 	}
 	return &scanLimitError{"the scan was cancelled"}
@@ -198,9 +197,11 @@ func (d *discovery) fetch(ctx context.Context, path string, limit int, use func(
 	if resp.status != http.StatusOK {
 		body, _ := decode(resp.body, instanceLimits)
 		e := &httpStatusError{path, d.c.base + path, resp.status, detail(body)}
-		switch {
-		case resp.status == http.StatusUnauthorized || resp.status == http.StatusForbidden:
-			e.detail += "; " + d.c.tokenHint(d.opts.auth, d.opts.authFrom)
+		switch refused := resp.status == http.StatusUnauthorized || resp.status == http.StatusForbidden; { // what to do about the token
+		case refused && d.opts.auth == "" && d.c.auth == "":
+			e.detail += "; no token was sent: set NETBOX_TOKEN (or NETBOX_TOKEN_KEY and NETBOX_TOKEN_SECRET, or a netbox-sdk profile)"
+		case refused:
+			e.detail += "; NetBox refused " + d.c.describeToken(d.opts.auth, d.opts.authFrom) + ": check that it is valid, active and allowed to read plugins, or set another"
 		case resp.status == http.StatusNotFound && path == "/api/plugins/":
 			e.detail += "; is NETBOX_URL the NetBox base URL, without /api, and with the path prefix NetBox is served under?"
 		case resp.status == http.StatusNotFound && path == branchesPath:
@@ -341,7 +342,11 @@ func (c *client) scan(ctx context.Context, opts callOptions) (*catalog, error) {
 				mu.Lock()
 				switch {
 				case err == nil:
-					m.dropSchemas() // a full scan lists descriptors only
+					// A full scan lists descriptors only, and a compiled schema can
+					// cost many times its text.
+					for _, t := range m.tools {
+						t.input, t.output = nil, nil
+					}
 					cat.add(slugs[i], m)
 				case !errors.Is(err, errNotAdvertised):
 					be := discoveryError(slugs[i], err)
@@ -476,8 +481,7 @@ func (c *client) selected(ctx context.Context, slug string, opts callOptions) (m
 	}
 	wg.Wait()
 	// A plugin that switches its bridge off may say why (Proxbox: 503).
-	var hs *httpStatusError
-	if errors.Is(err, errNotAdvertised) && errors.As(manifestErr, &hs) && hs.detail != "" {
+	if hs, ok := errors.AsType[*httpStatusError](manifestErr); ok && errors.Is(err, errNotAdvertised) && hs.detail != "" {
 		err = fmt.Errorf("%w; its manifest URL answered HTTP %d%s", errNotAdvertised, hs.status, hs.detail)
 	}
 	if err != nil {

@@ -173,8 +173,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, env environme
 		return runScan(o, stdout, env)
 	case cmd == "healthcheck":
 		return runHealthcheck(o, stdout)
-	case cmd == "version":
-		fmt.Fprintln(stdout, versionLine())
+	case cmd == "version": // the version and the MCP SDK version built in
+		sdk := "unknown"
+		if bi, ok := debug.ReadBuildInfo(); ok {
+			if i := slices.IndexFunc(bi.Deps, func(d *debug.Module) bool { return d.Path == "github.com/modelcontextprotocol/go-sdk" }); i >= 0 {
+				sdk = bi.Deps[i].Version
+			}
+		}
+		fmt.Fprintf(stdout, "netbox-plugin-bridge %s (go-sdk %s)\n", bridgeVersion(), sdk)
 	default:
 		fmt.Fprint(stdout, usage)
 	}
@@ -186,17 +192,6 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, env environme
 func (o *options) fail(format string, a ...any) int {
 	fmt.Fprintf(o.stderr, "%s: %s; run 'netbox-plugin-bridge help'\n", strings.TrimSpace("netbox-plugin-bridge "+o.cmd), fmt.Sprintf(format, a...))
 	return exitUsage
-}
-
-// versionLine is the version and the MCP SDK version built in.
-func versionLine() string {
-	sdk := "unknown"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if i := slices.IndexFunc(bi.Deps, func(d *debug.Module) bool { return d.Path == "github.com/modelcontextprotocol/go-sdk" }); i >= 0 {
-			sdk = bi.Deps[i].Version
-		}
-	}
-	return fmt.Sprintf("netbox-plugin-bridge %s (go-sdk %s)", bridgeVersion(), sdk)
 }
 
 // options are the flags of every command; newFlags registers those a
@@ -358,11 +353,10 @@ func editDistance(a, b string) int {
 		prev := row[0]
 		row[0] = i
 		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
+			if a[i-1] != b[j-1] {
+				prev++ // the diagonal, plus one for a substitution
 			}
-			prev, row[j] = row[j], min(row[j]+1, row[j-1]+1, prev+cost)
+			prev, row[j] = row[j], min(row[j]+1, row[j-1]+1, prev)
 		}
 	}
 	return row[len(b)]
@@ -399,20 +393,18 @@ func parseTimeout(s string) (time.Duration, error) {
 // profile file.
 type environment struct {
 	getenv   func(string) string
-	readFile func(string) ([]byte, error) // readPrivate, or a test's
+	readFile func(string) ([]byte, error) // readFile of a private file, or a test's
 	home     string
 }
 
 func osEnvironment() environment {
 	home, _ := os.UserHomeDir()
-	return environment{getenv: os.Getenv, home: home, readFile: readPrivate}
+	// Each file it reads holds a secret (SPEC §2, §14).
+	return environment{getenv: os.Getenv, home: home, readFile: func(path string) ([]byte, error) { return readFile(path, secretFileLimit, true) }}
 }
 
 // secretFileLimit bounds a file that holds a secret.
 const secretFileLimit = 1 << 20
-
-// readPrivate reads a file that holds a secret (SPEC §2, §14).
-func readPrivate(path string) ([]byte, error) { return readFile(path, secretFileLimit, true) }
 
 // readFile reads a file up to one byte past limit, so that a decoder can
 // tell an oversize document. Before reading a byte it refuses what would

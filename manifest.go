@@ -37,15 +37,6 @@ type tool struct {
 	output                            *schema // nil when absent
 }
 
-// dropSchemas forgets the compiled schemas, for a caller that needs only
-// the descriptors (a full scan): a compiled schema can cost many times its
-// text.
-func (m *manifest) dropSchemas() {
-	for _, t := range m.tools {
-		t.input, t.output = nil, nil
-	}
-}
-
 func (m *manifest) tool(name string) *tool {
 	if i := slices.IndexFunc(m.tools, func(t *tool) bool { return t.name == name }); i >= 0 {
 		return m.tools[i]

@@ -344,7 +344,7 @@ func (sc *scanner) number() (tok []byte, plain bool, err error) {
 // exact size. The tree's strings and number tokens share one copy of the
 // document, so any part of it keeps all of it alive: what outlives the
 // document copies what it keeps (a tool its strings), or holds the whole
-// tree (a compiled schema, which manifest.dropSchemas lets go).
+// tree (a compiled schema, which a full scan lets go).
 func decode(data []byte, lim limits) (value, error) {
 	checked, err := scanDocument(data, lim, nil, "", make([]int32, 0, 64))
 	if err != nil {
@@ -519,8 +519,7 @@ const clipLimit = 200
 // quote renders s for a message, clipped to clipLimit characters.
 func quote(s string) string {
 	if utf8.RuneCountInString(s) > clipLimit {
-		r := []rune(s)
-		return strconv.Quote(string(r[:clipLimit])) + "…"
+		return strconv.Quote(string([]rune(s)[:clipLimit])) + "…"
 	}
 	return strconv.Quote(s)
 }

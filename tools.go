@@ -573,8 +573,7 @@ var keptHeaders = []string{"Content-Type", "Location", "X-Request-ID", "API-Vers
 // responseDocument turns the target's answer into the success document, or
 // into the error of SPEC §9 on the right side of the write boundary.
 func responseDocument(ct catalogTool, resp *response, err error) ([]byte, error) {
-	var te *transportError
-	if errors.As(err, &te) && !te.sent {
+	if te, ok := errors.AsType[*transportError](err); ok && !te.sent {
 		return nil, &bridgeError{Code: "request_failed", Message: fmt.Sprintf("%s %s failed before anything was sent: %v",
 			ct.tool.method, ct.requestPath, te.err)}
 	}

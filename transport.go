@@ -76,14 +76,6 @@ func (c *config) describeToken(auth, from string) string {
 	return fmt.Sprintf("the %s from %s", kind, from)
 }
 
-// tokenHint says what to do when NetBox refuses a request's token.
-func (c *config) tokenHint(auth, from string) string {
-	if auth == "" && c.auth == "" {
-		return "no token was sent: set NETBOX_TOKEN (or NETBOX_TOKEN_KEY and NETBOX_TOKEN_SECRET, or a netbox-sdk profile)"
-	}
-	return "NetBox refused " + c.describeToken(auth, from) + ": check that it is valid, active and allowed to read plugins, or set another"
-}
-
 // defaultTimeout is the per-request timeout when nothing sets one.
 const defaultTimeout = 30 * time.Second
 
