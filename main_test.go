@@ -5244,3 +5244,21 @@ func codeLines(src []byte) int {
 	}
 	return n
 }
+
+// TestCodeBudget: the non-test source stays within the design card's 4,500
+// code lines, blanks and comments excluded (issue 21).
+func TestCodeBudget(t *testing.T) {
+	t.Parallel()
+	total := 0
+	for _, name := range sourceOrder {
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += codeLines(src)
+	}
+	if total > 4500 {
+		t.Errorf("the non-test source is %d code lines, over the budget of 4,500", total)
+	}
+	t.Logf("budget: %d code lines of 4,500", total)
+}
