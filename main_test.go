@@ -3787,6 +3787,13 @@ func realProxbox(t *testing.T, nb realNetBox, c *tally) {
 // branch, and main is untouched until a merge (SPEC §16).
 func realBranching(t *testing.T, nb realNetBox, c *tally) {
 	name := fmt.Sprintf("e2e-%d", time.Now().UnixNano())
+	// The widget the branch deletes, made in main before the branch: the
+	// merge deletes it from main, so it must be none that later reads use.
+	status, made := nb.api(t, http.MethodPost, "/api/plugins/bridge-test/widgets/", "admin", map[string]any{"name": name + "-victim"})
+	if !c.check(status == http.StatusCreated, "creating the widget to delete: %d %v", status, made) {
+		return
+	}
+	victim := fmt.Sprint(made["id"])
 	status, br := nb.api(t, http.MethodPost, "/api/plugins/branching/branches/", "admin", map[string]any{"name": name})
 	if !c.check(status == http.StatusCreated, "creating a branch: %d %v", status, br) {
 		return
@@ -3806,10 +3813,6 @@ func realBranching(t *testing.T, nb realNetBox, c *tally) {
 		return
 	}
 	main0 := nb.widgets(t, "")
-	var victim string
-	for id := range main0 {
-		victim = id
-	}
 	cs := nb.session(t, nb.env(t, "", "alice"), nil, "--branch", name, "--allow-mutations", "--confirm", "off")
 	widget := fmt.Sprintf("e2e-branch-%d", time.Now().UnixNano())
 	r := call(t, cs, "plugin_call_tool", map[string]any{"plugin": "bridge-test", "tool": "create_widget", "arguments": map[string]any{"name": widget}})
