@@ -221,7 +221,7 @@ func (b *bridge) handler(input *schema, run func(context.Context, *mcp.CallToolR
 			}
 			doc, err = run(ctx, req, a)
 		}
-		if ask := (*inputRequired)(nil); errors.As(err, &ask) {
+		if ask, ok := errors.AsType[*inputRequired](err); ok {
 			return ask.result, nil
 		} else if err != nil {
 			return toolError(err, a), nil
@@ -716,7 +716,7 @@ func (b *bridge) write(ctx context.Context, req *mcp.CallToolRequest, a *callArg
 		decision, err = code, &bridgeError{Code: code, Message: refusal}
 	default:
 		if err = b.confirmWrite(ctx, req, p); err != nil {
-			if _, ask := err.(*inputRequired); ask {
+			if _, ask := errors.AsType[*inputRequired](err); ask {
 				return nil, err // not decided yet: the client asks and calls again
 			}
 			decision = "not_confirmed"
