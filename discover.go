@@ -200,6 +200,8 @@ func (d *discovery) fetch(ctx context.Context, path string, limit int, use func(
 		switch refused := resp.status == http.StatusUnauthorized || resp.status == http.StatusForbidden; { // what to do about the token
 		case refused && d.opts.auth == "" && d.c.auth == "":
 			e.detail += "; no token was sent: set NETBOX_TOKEN (or NETBOX_TOKEN_KEY and NETBOX_TOKEN_SECRET, or a netbox-sdk profile)"
+		case refused && path == branchesPath: // the lookup, not the plugin's reads (SPEC §16)
+			e.detail += "; NetBox refused " + d.c.describeToken(d.opts.auth, d.opts.authFrom) + " a view of its branches: a human must grant it NetBox's view permission on branches (netbox_branching.view_branch), or set another token"
 		case refused:
 			e.detail += "; NetBox refused " + d.c.describeToken(d.opts.auth, d.opts.authFrom) + ": check that it is valid, active and allowed to read plugins, or set another"
 		case resp.status == http.StatusNotFound && path == "/api/plugins/":
@@ -315,9 +317,7 @@ func (c *client) scan(ctx context.Context, opts callOptions) (*catalog, error) {
 	cat := &catalog{}
 	var slugs []string
 	err := d.fetch(ctx, "/api/plugins/", rootLimits.bytes, func(body []byte) (err error) {
-		if slugs, cat.problems, err = c.pluginSlugs(body); err == nil && len(slugs) > scanRootLimit {
-			err = fmt.Errorf("NetBox lists %d plugin roots, more than %d", len(slugs), scanRootLimit)
-		}
+		slugs, cat.problems, err = c.pluginSlugs(body)
 		return err
 	})
 	if err != nil {
@@ -370,7 +370,9 @@ func (c *client) scan(ctx context.Context, opts callOptions) (*catalog, error) {
 
 // pluginSlugs reads the plugin list: label → link. Each link only names a
 // slug (SPEC §3); a bad entry, or a slug listed twice with different links,
-// is a problem of its own.
+// is a problem of its own. Every entry but NetBox's own listing counts
+// against scanRootLimit, valid or not, before any becomes a problem: a
+// hostile list fails the scan instead of turning into thousands of them.
 func (c *client) pluginSlugs(body []byte) ([]string, []scanProblem, error) {
 	list, err := decode(body, rootLimits)
 	if err != nil {
@@ -378,6 +380,13 @@ func (c *client) pluginSlugs(body []byte) ([]string, []scanProblem, error) {
 	}
 	if list.kind != kindObject {
 		return nil, nil, errors.New("GET /api/plugins/: the plugin list is not an object")
+	}
+	roots := len(list.obj)
+	if _, listed := list.get(installedPlugins); listed {
+		roots--
+	}
+	if roots > scanRootLimit {
+		return nil, nil, fmt.Errorf("NetBox lists %d plugin roots, more than %d", roots, scanRootLimit)
 	}
 	links := map[string]string{} // slug → its link, "" once it is a problem
 	var slugs []string
@@ -631,9 +640,12 @@ func (c *client) branchSchema(ctx context.Context, opts callOptions) (string, er
 		if v, ok := status.get("value"); ok { // a choice: {"value": "ready", "label": "Ready"}
 			status = v
 		}
-		if id, _ = results.arr[i].get("schema_id"); status.s != "ready" {
-			return fmt.Errorf("it is %s, not ready: wait until NetBox has provisioned it", quote(clip(status.s, 40)))
-		} else if id.kind != kindString || !schemaIDPattern.MatchString(id.s) {
+		switch id, _ = results.arr[i].get("schema_id"); {
+		case slices.Contains([]string{"merged", "reverted", "archived", "failed"}, status.s):
+			return fmt.Errorf("it is %s and will never be ready again: a human must create or name another branch with --branch (NETBOX_BRANCH)", quote(status.s))
+		case status.s != "ready":
+			return fmt.Errorf("it is %s, not ready: wait until NetBox has finished with it (provisioning or syncing), then call again", quote(clip(status.s, 40)))
+		case id.kind != kindString || !schemaIDPattern.MatchString(id.s):
 			return errors.New("its schema_id is not a short lower-case identifier")
 		}
 		return nil

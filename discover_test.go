@@ -1372,6 +1372,47 @@ func TestScanRootLimit(t *testing.T) {
 	}
 }
 
+// TestScanHostilePluginList: SPEC §3, every entry of the plugin list
+// counts against its 128 roots, valid or not: a list of 5,000 bad entries
+// fails the whole scan with one short error, before it can become 5,000
+// problems (issue 28); SPEC §9, a catalog shows at most 128 problems, each
+// clipped to 300 characters, and counts the others.
+func TestScanHostilePluginList(t *testing.T) {
+	t.Parallel()
+	f := newFakeNetBox(t)
+	f.addPlugin("ok", readTool("list"))
+	for i := range 5000 {
+		f.addListEntry(fmt.Sprintf("bad%04d", i), fmt.Sprintf(`"{base}/api/not-a-plugin-root/%04d/%s/"`, i, strings.Repeat("x", 100)))
+	}
+	scanAllFails(t, f.client(), "NetBox lists 5001 plugin roots, more than 128")
+	r := call(t, connect(t, newBridge(f, false), protocolVersions[0], nil), "plugin_list_tools", map[string]any{})
+	wantError(t, r, "discovery_failed", false)
+	if len(r.text) > 1000 {
+		t.Errorf("the answer to a hostile plugin list is %d bytes: %s", len(r.text), clip(r.text, 300))
+	}
+	cat := &catalog{}
+	for i := range 200 {
+		cat.problems = append(cat.problems, scanProblem{fmt.Sprintf("p%03d", i), "discovery_failed", strings.Repeat("é", 1000)})
+	}
+	var doc struct {
+		Problems []struct{ Error string }
+		Omitted  int `json:"problems_omitted"`
+	}
+	for _, full := range []bool{true, false} {
+		if err := json.Unmarshal(catalogDocument(cat, full), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if len(doc.Problems) != 128 || doc.Omitted != 72 {
+			t.Errorf("full %t: %d problems shown and %d omitted, want 128 and 72", full, len(doc.Problems), doc.Omitted)
+		}
+		for _, p := range doc.Problems {
+			if n := utf8.RuneCountInString(p.Error); n > 300 {
+				t.Fatalf("full %t: a problem of %d characters", full, n)
+			}
+		}
+	}
+}
+
 func TestScanToolLimit(t *testing.T) {
 	t.Parallel()
 	for _, extra := range []int{0, 1} {

@@ -49,7 +49,6 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -667,14 +666,14 @@ func runServe(o *options, stdin io.Reader, stdout io.Writer, env environment) in
 		return o.fail("%s %s: give an address with a port, such as :%[2]s or 127.0.0.1:%[2]s", o.setting("http"), o.http)
 	}
 	logger := newLogger(o.stderr, o.logFormat, level)
-	audit := newLogger(o.stderr, o.logFormat, slog.LevelInfo).Handler() // every write decision, whatever the level
+	// A write's audit record goes to stderr ahead of the write (SPEC §13): a
+	// reader that went away must refuse the write, not kill the process.
+	signal.Ignore(syscall.SIGPIPE)
+	audit := &auditLog{stderr: newLogger(o.stderr, o.logFormat, slog.LevelInfo).Handler(), path: o.auditFile} // every write decision, whatever the level
 	if o.auditFile != "" {
-		f, err := os.OpenFile(o.auditFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-		if err != nil {
+		if err := audit.reopen(); err != nil {
 			return o.fail("%s: %v", o.setting("audit-file"), err)
 		}
-		defer f.Close()
-		audit = slog.NewMultiHandler(audit, slog.NewJSONHandler(f, nil))
 	}
 	if f, ok := stdin.(*os.File); ok && o.http == "" {
 		if info, err := f.Stat(); err == nil && info.Mode()&os.ModeCharDevice != 0 {
@@ -696,10 +695,24 @@ func runServe(o *options, stdin io.Reader, stdout io.Writer, env environment) in
 	} else if o.demo {
 		logger.Info("serving the built-in demo NetBox", "url", cfg.base)
 	}
-	b := &bridge{client: newClient(cfg), cfgErr: err, policy: policy, confirm: confirm, audit: slog.New(audit),
-		branchOnly: o.branchOnly, noCallToken: o.noCallToken}
+	b := &bridge{client: newClient(cfg), cfgErr: err, policy: policy, confirm: confirm, audit: audit,
+		branchOnly: o.branchOnly, noCallToken: o.noCallToken, overHTTP: o.http != ""}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
+	hup := make(chan os.Signal, 1) // SIGHUP reopens the audit file after a rotation, and changes nothing else
+	signal.Notify(hup, syscall.SIGHUP)
+	defer func() { signal.Stop(hup); close(hup) }()
+	go func() {
+		for range hup {
+			switch err := audit.reopen(); {
+			case o.auditFile == "":
+			case err != nil:
+				logger.Error("SIGHUP: the audit file could not be reopened; the one open before stays in use", "file", o.auditFile, "error", err)
+			default:
+				logger.Info("SIGHUP: the audit file was reopened", "file", o.auditFile)
+			}
+		}
+	}()
 	server := newMCPServer(b, newLogger(o.stderr, o.logFormat, max(level, slog.LevelWarn)))
 	if o.http != "" {
 		return serveHTTP(ctx, o, env, server, b, logger)
@@ -1006,10 +1019,10 @@ func (f *front) authenticate(header string) (auth, why string) {
 		return "Token " + token, ""
 	case header == "":
 		return "", "no Authorization header: send your NetBox token as Authorization: Bearer nbt_KEY.SECRET (v2) or Token V1TOKEN (v1)"
-	case v2:
-		return "", "a v2 NetBox token (nbt_…) is sent as Authorization: Bearer nbt_KEY.SECRET, not with " + quote(clip(scheme, 20))
+	case v2: // what the caller sent is never quoted: its first word may be a token too (SPEC §14)
+		return "", "a v2 NetBox token (nbt_…) goes with the Bearer scheme: send Authorization: Bearer nbt_KEY.SECRET"
 	case v1:
-		return "", "a v1 NetBox token (40 letters or digits) is sent as Authorization: Token V1TOKEN, not with " + quote(clip(scheme, 20))
+		return "", "a v1 NetBox token (40 letters or digits) goes with the Token scheme: send Authorization: Token V1TOKEN"
 	}
 	return "", "malformed Authorization: send Bearer nbt_KEY.SECRET (a v2 NetBox token) or Token V1TOKEN (a v1 token of 40 letters or digits)"
 }
@@ -1125,17 +1138,6 @@ func printCatalog(w io.Writer, cat *catalog) {
 			fmt.Fprintf(w, "%s: %s: %s\n", printable(p.Plugin), p.Code, printable(p.Error))
 		}
 	}
-}
-
-// printable keeps a hostile NetBox's text from driving the operator's
-// terminal: control characters become U+FFFD.
-func printable(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return utf8.RuneError
-		}
-		return r
-	}, s)
 }
 
 // openNetBox connects a command to its NetBox: the configuration (or the

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -444,23 +445,28 @@ func appendJSON(b []byte, v value) []byte {
 	return append(b, "]}"[v.kind-kindArray])
 }
 
-// appendString appends s as a JSON string: '"', '\\' and control
-// characters escaped, every other byte copied as it is, in runs.
+// appendString appends s, valid UTF-8, as a JSON string: '"', '\\' and
+// every control character (Unicode Cc: C0, DEL and C1, SPEC §9) escaped,
+// every other byte copied as it is, in runs.
 func appendString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
+		if c >= 0x20 && c != '"' && c != '\\' && c != 0x7f && !c1Control(s, i) {
 			continue
 		}
 		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
+		switch {
+		case c == '"' || c == '\\':
 			b = append(b, '\\', c)
-		case '\n':
+		case c == '\n':
 			b = append(b, '\\', 'n')
+		case c == 0xc2: // U+0080–U+009F: the code point is its second byte
+			i++
+			c = s[i]
+			fallthrough
 		default:
 			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
 		}
@@ -468,6 +474,12 @@ func appendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// c1Control reports whether a C1 control character (U+0080–U+009F, the
+// UTF-8 bytes C2 80 to C2 9F) starts at s[i].
+func c1Control(s string, i int) bool {
+	return s[i] == 0xc2 && i+1 < len(s) && s[i+1]-0x80 < 0x20
 }
 
 // encode returns the compact encoding of v.
@@ -506,8 +518,10 @@ func quotedLength(s string) int {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c == '"' || c == '\\' || c == '\n' {
 			n++
-		} else if c < 0x20 {
+		} else if c < 0x20 || c == 0x7f {
 			n += 5
+		} else if c1Control(s, i) {
+			n += 4 // two bytes become six
 		}
 	}
 	return n
@@ -1299,9 +1313,19 @@ func badSegment(path string) bool {
 	return slices.ContainsFunc(strings.Split(path, "/"), func(seg string) bool { return seg == "" || seg == "." || seg == ".." })
 }
 
-// hasControl reports whether s holds an ASCII control character.
-func hasControl(s string) bool {
-	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
+// hasControl reports whether s holds a control character: Unicode Cc, the
+// C0 controls, DEL and the C1 controls U+0080–U+009F (SPEC §9).
+func hasControl(s string) bool { return strings.ContainsFunc(s, unicode.IsControl) }
+
+// printable keeps hostile text from driving a terminal or a log reader:
+// control characters become U+FFFD.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return utf8.RuneError
+		}
+		return r
+	}, s)
 }
 
 func isAlnum(c byte) bool {

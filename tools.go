@@ -17,10 +17,12 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -31,7 +33,7 @@ import (
 
 // instructions are what a model reads first; TestModelFacingText counts
 // their tokens.
-const instructions = `Tools that NetBox plugins advertise (bridge v1). Call plugin_list_tools; when it returns an index, call it again with plugin to get input schemas. Then call plugin_call_tool with arguments matching the tool's inputSchema; dry_run: true shows the exact request without sending it. Writes run only where the operator allows them, some after a human confirms: a refused write must not be retried unless the user asks. outcome_unknown means a write may have happened: check NetBox before any retry.`
+const instructions = `Tools that NetBox plugins advertise (bridge v1). Call plugin_list_tools; when it returns an index, call it again with plugin to get input schemas. Then call plugin_call_tool with arguments matching the tool's inputSchema; dry_run: true shows the exact request without sending it. Writes run only where the operator allows them: a refused write must not be retried unless the user asks. outcome_unknown means a write may have happened: check NetBox before any retry.`
 
 // The two tools' own input schemas, compiled by the project's validator.
 const (
@@ -69,7 +71,8 @@ type bridge struct {
 	confirm     string // one of confirmModes
 	branchOnly  bool   // writes only into a branch (SPEC §16)
 	noCallToken bool   // NetBox credentials only from the configuration
-	audit       *slog.Logger
+	audit       *auditLog
+	overHTTP    bool // served over stateless HTTP, where no human can be asked
 	spent       spentStates
 	calls       sync.WaitGroup // tool calls running
 }
@@ -89,10 +92,19 @@ func newMCPServer(b *bridge, logger *slog.Logger) *mcp.Server {
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, DestructiveHint: new(false), OpenWorldHint: new(false)},
 	}, b.handler(mustCompileTool(listToolsSchema), b.listTools))
 	// The annotations tell clients whether any write can pass the policy,
-	// since they gate on them (SPEC §9).
+	// since they gate on them, and the description promises a human's
+	// confirmation only where one can be asked (SPEC §9).
 	writes, annotations := "Writes are off here: write tools can only be previewed.",
 		&mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, DestructiveHint: new(false), OpenWorldHint: new(true)}
-	if b.cfgErr == nil && (b.policy.all || len(b.policy.entries) > 0) && !(b.branchOnly && b.client.branch == "") {
+	switch {
+	case b.cfgErr != nil || !b.policy.all && len(b.policy.entries) == 0 || b.branchOnly && b.client.branch == "":
+	case b.overHTTP && b.confirm == "writes":
+		writes = "Writes are off here: each needs a human's yes, and none can be asked over this HTTP service; write tools can only be previewed."
+	case b.overHTTP && b.confirm == "destructive":
+		writes, annotations = "Writes run where the operator allows them; destructive tools can only be previewed here.", &mcp.ToolAnnotations{DestructiveHint: new(false), OpenWorldHint: new(true)}
+	case b.overHTTP || b.confirm == "off":
+		writes, annotations = "Writes run where the operator allows them.", &mcp.ToolAnnotations{DestructiveHint: new(true), OpenWorldHint: new(true)}
+	default:
 		writes, annotations = "Writes run where the operator allows them, some after a human confirms.", &mcp.ToolAnnotations{DestructiveHint: new(true), OpenWorldHint: new(true)}
 	}
 	server.AddTool(&mcp.Tool{
@@ -211,7 +223,7 @@ func (b *bridge) handler(input *schema, run func(context.Context, *mcp.CallToolR
 			err = &bridgeError{Code: "config_error", Message: b.cfgErr.Error()}
 		case a.opts.authFrom == "per-call" && b.noCallToken:
 			err = &bridgeError{Code: "invalid_request", Message: "arguments.token: the operator allows NetBox credentials only from the configuration (--no-call-token); leave out token"}
-		case a.opts.header.Get(branchHeader) != "" && (b.client.branch != "" || b.branchOnly):
+		case a.opts.header.Values(branchHeader) != nil && (b.client.branch != "" || b.branchOnly): // in any entry, empty or not
 			err = &bridgeError{Code: "invalid_request", Message: "arguments.header: X-NetBox-Branch is set by the bridge while the operator confines writes to a branch"}
 		default:
 			// The caller's identity is the call's: its NetBox token replaces the configured one.
@@ -260,6 +272,7 @@ var nextSteps = map[string]string{
 	"not_advertised":     "Nothing was sent to the target operation; it is safe to retry.",
 	"discovery_failed":   "Nothing was sent to the target operation; it is safe to retry.",
 	"outcome_unknown":    "The write may have taken effect on NetBox: do not retry blindly; check the plugin's state first.",
+	"audit_failed":       "The bridge cannot record writes now: do not retry until the user says the operator has fixed its audit log.",
 }
 
 // toolError renders an error as an isError result.
@@ -282,8 +295,7 @@ func toolError(err error, a *callArgs) *mcp.CallToolResult {
 // ---- the catalog ----
 
 // What a model pays for the catalog (SPEC §9): every descriptor up to
-// fullCatalogLimit of JSON, else the index, whose titles go when it would
-// pass indexLimit.
+// fullCatalogLimit of JSON, else the index, within indexLimit.
 const (
 	fullCatalogLimit = 32 << 10
 	indexLimit       = 64 << 10
@@ -335,75 +347,100 @@ func progressSender(ctx context.Context, req *mcp.CallToolRequest, token any) (u
 
 // catalogDocument renders a catalog as the plugin_list_tools result (SPEC
 // §9): every descriptor when full is set or the document fits
-// fullCatalogLimit, else the index, which drops its titles and then
-// clips its summaries shorter until it fits indexLimit.
+// fullCatalogLimit, else the index, whose summaries and then titles are
+// clipped shorter, down to nothing, until it fits indexLimit.
 func catalogDocument(cat *catalog, full bool) []byte {
 	size := 0 // of the descriptors alone, without rendering them
 	for _, t := range cat.tools {
 		size += len(t.tool.descriptor)
 	}
 	if full || size <= fullCatalogLimit {
-		if doc := renderCatalog(cat, "full", false, 0); full || len(doc) <= fullCatalogLimit {
+		if doc := renderCatalog(cat, "full", 0, 0); full || len(doc) <= fullCatalogLimit {
 			return doc
 		}
 	}
-	if doc := renderCatalog(cat, "index", true, summaryLimit); len(doc) <= indexLimit {
-		return doc
-	}
-	for summary := summaryLimit; ; summary = summary * 3 / 4 {
-		if doc := renderCatalog(cat, "index", false, summary); len(doc) <= indexLimit || summary == 0 {
+	for title, summary := titleLimit, summaryLimit; ; {
+		if doc := renderCatalog(cat, "index", title, summary); len(doc) <= indexLimit || title == 0 {
 			return doc
+		}
+		if summary > 0 {
+			summary = summary * 3 / 4
+		} else {
+			title = title * 3 / 4
 		}
 	}
 }
 
+// The problems a catalog shows, each message clipped to 300 characters,
+// "…" included (SPEC §9).
+const (
+	problemsShown = 128
+	problemClip   = 299
+)
+
 // renderCatalog renders the full document, each descriptor exactly as in
 // its manifest plus plugin, qualified_name and request_path, or the index,
-// with titles or without, its summaries clipped to summary bytes.
-func renderCatalog(cat *catalog, detail string, titles bool, summary int) []byte {
-	size := 64
+// grouped by plugin, with titles and summaries clipped to title and summary
+// bytes and left out at 0. Both show at most problemsShown problems.
+func renderCatalog(cat *catalog, detail string, title, summary int) []byte {
+	size := 512 + 300*len(cat.tools)
 	for _, t := range cat.tools {
-		size += len(t.tool.descriptor) + 2*len(t.plugin) + len(t.requestPath) + 64
-	}
-	if detail != "full" {
-		size = 512 + 300*len(cat.tools)
+		if detail == "full" {
+			size += len(t.tool.descriptor) + 2*len(t.plugin) + len(t.requestPath)
+		}
 	}
 	b := append(make([]byte, 0, size), `{"schema_version":"1","detail":`...)
 	b = appendString(b, detail)
-	b = append(b, `,"tools":[`...)
+	b = append(b, `,"`+map[bool]string{true: "tools", false: "plugins"}[detail == "full"]+`":[`...)
 	for i, t := range cat.tools {
-		if i > 0 {
-			b = append(b, ',')
-		}
 		// The members one by one, as this loop is the catalog's hot path.
-		if detail == "full" {
+		switch {
+		case detail == "full":
+			if i > 0 {
+				b = append(b, ',')
+			}
 			b = append(b, t.tool.descriptor[:len(t.tool.descriptor)-1]...) // without its '}'
 			b = appendString(append(b, `,"plugin":`...), t.plugin)
 			b = appendString(append(b, `,"qualified_name":`...), t.qualifiedName())
 			b = appendString(append(b, `,"request_path":`...), t.requestPath)
-		} else {
-			b = appendString(append(b, `{"plugin":`...), t.plugin)
-			b = appendString(append(b, `,"name":`...), t.tool.name)
-			b = appendString(append(b, `,"qualified_name":`...), t.qualifiedName())
-			b = appendString(append(b, `,"effect":`...), t.tool.effect)
-			if titles {
-				b = appendString(append(b, `,"title":`...), t.tool.title)
-			}
+			b = append(b, '}')
+			continue
+		case i > 0 && t.plugin == cat.tools[i-1].plugin: // tools are sorted: a plugin's are together
+			b = append(b, ',')
+		case i > 0:
+			b = append(b, "]},"...)
+			fallthrough
+		default: // each plugin's slug once
+			b = append(appendString(append(b, `{"plugin":`...), t.plugin), `,"tools":[`...)
+		}
+		b = appendString(append(b, `{"name":`...), t.tool.name)
+		b = appendString(append(b, `,"effect":`...), t.tool.effect)
+		if title > 0 {
+			b = appendString(append(b, `,"title":`...), clip(t.tool.title, title))
+		}
+		if summary > 0 {
 			b = appendString(append(b, `,"summary":`...), clip(t.tool.summary, summary))
 		}
 		b = append(b, '}')
 	}
+	if detail != "full" && len(cat.tools) > 0 {
+		b = append(b, "]}"...)
+	}
 	b = append(b, `],"problems":[`...)
-	for i, p := range cat.problems {
+	for i, p := range cat.problems[:min(len(cat.problems), problemsShown)] {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(appendMembers(append(b, '{'), "plugin", p.Plugin, "code", p.Code, "error", p.Error), '}')
+		b = append(appendMembers(append(b, '{'), "plugin", p.Plugin, "code", p.Code, "error", clip(p.Error, problemClip)), '}')
+	}
+	b = append(b, ']')
+	if omitted := len(cat.problems) - problemsShown; omitted > 0 {
+		b = strconv.AppendInt(append(b, `,"problems_omitted":`...), int64(omitted), 10)
 	}
 	if detail != "full" {
-		return append(appendMembers(append(b, ']'), "next", indexNext), '}')
+		b = appendMembers(b, "next", indexNext)
 	}
-	return append(b, "]}"...)
+	return append(b, '}')
 }
 
 // appendMembers appends string members to an object, given as names and
@@ -700,64 +737,56 @@ func (b *bridge) refusal(ct catalogTool) (code, message string) {
 		name, ct.tool.effect, strings.Join(b.policy.entries, ","), b.policy.setting, ct.plugin)
 }
 
-// write decides a call of a write or destructive tool: a dry run, refused
-// by the policy or for its branch, not confirmed, or dispatched once. Each
-// decision is one audit record.
-func (b *bridge) write(ctx context.Context, req *mcp.CallToolRequest, a *callArgs, p prepared, branchErr error) (doc []byte, err error) {
+// write decides a call of a write or destructive tool in four steps:
+// decide (a dry run, or refused by the policy or for its branch), ask (a
+// human, when the mode says so), record and send once, record the
+// outcome. Each decision is audited; nothing is sent unless its
+// dispatching record was written first (SPEC §13).
+func (b *bridge) write(ctx context.Context, req *mcp.CallToolRequest, a *callArgs, p prepared, branchErr error) ([]byte, error) {
+	// Decide: the branch, the dry run, the policy.
 	code, refusal := b.refusal(p.ct)
-	var decision string
-	var attrs []any
 	switch {
 	case branchErr != nil && code == "":
-		decision, err = "branch_unavailable", branchErr
+		b.audit.write(ctx, b.auditRecord(a, p, "branch_unavailable"))
+		return nil, branchErr
 	case a.dryRun:
-		decision, doc = "dry_run", dryRunDocument(p, b.client.branch, refusal)
+		b.audit.write(ctx, b.auditRecord(a, p, "dry_run"))
+		return dryRunDocument(p, b.client.branch, refusal), nil
 	case code != "":
-		decision, err = code, &bridgeError{Code: code, Message: refusal}
-	default:
-		if err = b.confirmWrite(ctx, req, p); err != nil {
-			if _, ask := errors.AsType[*inputRequired](err); ask {
-				return nil, err // not decided yet: the client asks and calls again
-			}
-			decision = "not_confirmed"
-			break
+		b.audit.write(ctx, b.auditRecord(a, p, code))
+		return nil, &bridgeError{Code: code, Message: refusal}
+	}
+
+	// Ask: a human confirms exactly this request when the mode asks for it.
+	if err := b.confirmWrite(ctx, req, p); err != nil {
+		if _, ask := errors.AsType[*inputRequired](err); !ask { // else not decided yet: the client asks and calls again
+			b.audit.write(ctx, b.auditRecord(a, p, "not_confirmed"))
 		}
-		start := time.Now()
-		var resp *response
-		doc, resp, err = b.client.send(ctx, p)
-		decision = "dispatched"
-		if resp != nil {
-			attrs = append(attrs, "status", resp.status)
-			if id := resp.header.Get("X-Request-ID"); id != "" {
-				attrs = append(attrs, "request_id", clip(id, clipLimit))
-			}
+		return nil, err
+	}
+
+	// Record, then send once: no byte goes to NetBox before the
+	// dispatching record is on stderr and in the audit file.
+	if err := b.audit.write(ctx, b.auditRecord(a, p, "dispatching")); err != nil {
+		return nil, &bridgeError{Code: "audit_failed", Message: fmt.Sprintf("%s was not sent: its audit record could not be written (%v); nothing reached NetBox",
+			p.ct.qualifiedName(), err)}
+	}
+	start := time.Now()
+	doc, resp, err := b.client.send(ctx, p)
+
+	// Record the outcome: the status, NetBox's request id, outcome_unknown.
+	var outcome []any
+	if resp != nil {
+		outcome = append(outcome, "status", resp.status)
+		if id := resp.header.Get("X-Request-ID"); id != "" {
+			outcome = append(outcome, "request_id", clip(printable(id), clipLimit))
 		}
-		if be := (*bridgeError)(nil); errors.As(err, &be) && be.Outcome != "" {
-			attrs = append(attrs, "outcome", be.Outcome)
-		}
-		attrs = append(attrs, "duration_ms", time.Since(start).Milliseconds())
 	}
-	if b.audit == nil {
-		return doc, err
+	if be, ok := errors.AsType[*bridgeError](err); ok && be.Outcome != "" {
+		outcome = append(outcome, "outcome", be.Outcome)
 	}
-	// The audit record (SPEC §13): the caller by its token's public part,
-	// never the body, never a secret.
-	attrs = append([]any{"kind", "audit", "plugin", p.ct.plugin, "tool", p.ct.tool.name, "effect", p.ct.tool.effect, "method", p.ct.tool.method,
-		"path", p.ct.requestPath, "decision", decision}, attrs...)
-	attrs = append(attrs, "token", tokenName(cmp.Or(a.opts.auth, b.client.auth)), "token_source", cmp.Or(a.opts.authFrom, "configured"))
-	if a.opts.remote != "" {
-		attrs = append(attrs, "remote", a.opts.remote)
-	}
-	if a.opts.peer != a.opts.remote {
-		attrs = append(attrs, "peer", a.opts.peer)
-	}
-	if h := callerHeaders(a.opts.header); h != "" {
-		attrs = append(attrs, "headers", h)
-	}
-	if b.client.branch != "" {
-		attrs = append(attrs, "branch", b.client.branch)
-	}
-	b.audit.InfoContext(ctx, "write", attrs...)
+	outcome = append(outcome, "duration_ms", time.Since(start).Milliseconds())
+	b.audit.write(ctx, b.auditRecord(a, p, "dispatched", outcome...))
 	return doc, err
 }
 
@@ -785,6 +814,90 @@ func callerHeaders(h http.Header) string {
 		lines = append(lines, clip(name, 100)+": "+clip(strings.Join(h[name], ", "), 200))
 	}
 	return strings.Join(lines, "\n")
+}
+
+// ---- audit (SPEC §13) ----
+
+// auditRecord is the audit record of a write decision: the call, the
+// decision, the outcome's attributes when it was dispatched, and the caller
+// by its token's public part; never the body, never a secret.
+func (b *bridge) auditRecord(a *callArgs, p prepared, decision string, outcome ...any) slog.Record {
+	r := slog.NewRecord(time.Now(), slog.LevelInfo, "write", 0)
+	r.Add("kind", "audit", "plugin", p.ct.plugin, "tool", p.ct.tool.name, "effect", p.ct.tool.effect, "method", p.ct.tool.method,
+		"path", p.ct.requestPath, "decision", decision)
+	r.Add(outcome...)
+	r.Add("token", tokenName(cmp.Or(a.opts.auth, b.client.auth)), "token_source", cmp.Or(a.opts.authFrom, "configured"))
+	if a.opts.remote != "" {
+		r.Add("remote", a.opts.remote)
+	}
+	if a.opts.peer != a.opts.remote {
+		r.Add("peer", a.opts.peer)
+	}
+	if h := callerHeaders(a.opts.header); h != "" {
+		r.Add("headers", h)
+	}
+	if b.client.branch != "" {
+		r.Add("branch", b.client.branch)
+	}
+	return r
+}
+
+// auditLog is where write decisions go: stderr, through the operator's log
+// handler, and with --audit-file a file of JSON lines, appended and synced.
+// Its lock guards the file and failing.
+type auditLog struct {
+	stderr  slog.Handler
+	path    string // --audit-file, "" for none
+	mu      sync.Mutex
+	file    *os.File
+	failing error // the file's last failure, said once on stderr
+}
+
+// write writes one record everywhere and returns the first failure: a
+// record that cannot be written to stderr (a closed pipe) or to the file,
+// synced to disk (a full disk, a removed directory), is not written. A
+// file failure is also said once on stderr, until the file works again.
+func (l *auditLog) write(ctx context.Context, r slog.Record) error {
+	err := l.stderr.Handle(ctx, r)
+	if l.path == "" {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ferr := errors.New("it is not open")
+	if l.file != nil {
+		if ferr = slog.NewJSONHandler(l.file, nil).Handle(ctx, r); ferr == nil {
+			if ferr = l.file.Sync(); errors.Is(ferr, syscall.EINVAL) {
+				ferr = nil // a pipe or a device, which has no disk to sync
+			}
+		}
+	}
+	if ferr != nil && l.failing == nil && err == nil {
+		notice := slog.NewRecord(time.Now(), slog.LevelError, "the audit file cannot be written: every write is refused with audit_failed until it can", 0)
+		notice.Add("kind", "audit", "file", l.path, "error", ferr.Error())
+		l.stderr.Handle(ctx, notice)
+	}
+	l.failing = ferr
+	if ferr != nil {
+		return cmp.Or(err, fmt.Errorf("the audit file %s: %w", l.path, ferr))
+	}
+	return err
+}
+
+// reopen opens the audit file, creating it private, and closes the one it
+// replaces: at the start and on SIGHUP, after a log rotation renamed it.
+func (l *auditLog) reopen() error {
+	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.file != nil {
+		l.file.Close()
+	}
+	l.file = f
+	return nil
 }
 
 // ---- confirmation (SPEC §13) ----

@@ -102,7 +102,7 @@ func connect(t testing.TB, b *bridge, version string, opts *mcp.ClientOptions) *
 }
 
 func newBridge(f *fakeNetBox, allowMutations bool, edits ...func(*config)) *bridge {
-	return &bridge{client: f.client(edits...), policy: writePolicy{all: allowMutations}, confirm: "auto"}
+	return &bridge{client: f.client(edits...), policy: writePolicy{all: allowMutations}, confirm: "auto", audit: &auditLog{stderr: slog.DiscardHandler}}
 }
 
 // result is a tool result with its structured content decoded.
@@ -216,17 +216,23 @@ func TestCallToolAnnotations(t *testing.T) {
 	t.Parallel()
 	f := newInvNetBox(t)
 	for _, c := range []struct {
-		name     string
-		policy   writePolicy
-		edit     func(*bridge)
-		writable bool
+		name                  string
+		policy                writePolicy
+		edit                  func(*bridge)
+		writable, destructive bool
+		human                 bool // a human's confirmation may be asked
 	}{
-		{"switch off", writePolicy{}, nil, false},
-		{"empty list", writePolicy{setting: "--allow-mutations"}, nil, false},
-		{"an allow-list", writePolicy{entries: []string{"inv.create"}}, nil, true},
-		{"all", writePolicy{all: true}, nil, true},
-		{"all, but --branch-only and no branch", writePolicy{all: true}, func(b *bridge) { b.branchOnly = true }, false},
-		{"all, --branch-only and a branch", writePolicy{all: true}, func(b *bridge) { b.branchOnly, b.client.branch = true, "review" }, true},
+		{"switch off", writePolicy{}, nil, false, false, false},
+		{"empty list", writePolicy{setting: "--allow-mutations"}, nil, false, false, false},
+		{"an allow-list", writePolicy{entries: []string{"inv.create"}}, nil, true, true, true},
+		{"all", writePolicy{all: true}, nil, true, true, true},
+		{"all, --confirm off", writePolicy{all: true}, func(b *bridge) { b.confirm = "off" }, true, true, false},
+		{"all, but --branch-only and no branch", writePolicy{all: true}, func(b *bridge) { b.branchOnly = true }, false, false, false},
+		{"all, --branch-only and a branch", writePolicy{all: true}, func(b *bridge) { b.branchOnly, b.client.branch = true, "review" }, true, true, true},
+		// Over stateless HTTP no human can be asked (issue 28).
+		{"all, over HTTP", writePolicy{all: true}, func(b *bridge) { b.overHTTP = true }, true, true, false},
+		{"all, over HTTP, --confirm writes", writePolicy{all: true}, func(b *bridge) { b.overHTTP, b.confirm = true, "writes" }, false, false, false},
+		{"all, over HTTP, --confirm destructive", writePolicy{all: true}, func(b *bridge) { b.overHTTP, b.confirm = true, "destructive" }, true, false, false},
 	} {
 		b := newBridge(f, false)
 		b.policy = c.policy
@@ -244,11 +250,14 @@ func TestCallToolAnnotations(t *testing.T) {
 			}
 			a := tl.Annotations
 			destructive, openWorld := a.DestructiveHint != nil && *a.DestructiveHint, a.OpenWorldHint != nil && *a.OpenWorldHint
-			if a.ReadOnlyHint == c.writable || destructive != c.writable || !openWorld || !c.writable && !a.IdempotentHint {
-				t.Errorf("%s: annotations %+v (destructive %t, open-world %t), want writes possible: %t", c.name, a, destructive, openWorld, c.writable)
+			if a.ReadOnlyHint == c.writable || destructive != c.destructive || !openWorld || !c.writable && !a.IdempotentHint {
+				t.Errorf("%s: annotations %+v (destructive %t, open-world %t), want writes possible: %t, destructive: %t", c.name, a, destructive, openWorld, c.writable, c.destructive)
 			}
 			if off := strings.Contains(tl.Description, "Writes are off"); off == c.writable {
 				t.Errorf("%s: the description %q does not say whether writes can run", c.name, tl.Description)
+			}
+			if promises := strings.Contains(tl.Description, "confirm"); promises && !c.human {
+				t.Errorf("%s: the description %q promises a human's confirmation where none can be asked", c.name, tl.Description)
 			}
 		}
 	}
@@ -664,6 +673,7 @@ func TestInvalidRequestsSendNothing(t *testing.T) {
 		bad = append(bad, []string{name + ": x"}, []string{name + "=x"})
 	}
 	bad = append(bad, []string{"no separator"}, []string{": empty name"}, []string{"Bad Name: x"}, []string{"X-Ok: bad\x01value"},
+		[]string{"X-Ok: del\x7f"}, []string{"X-Ok: next line\u0085here"}, []string{"X-Ok: csi\u009b31m"}, // Unicode Cc: DEL and C1 too (issue 28)
 		[]string{"X-Ok: line\r\nX-Evil: 1"}, []string{"cookie=a=b"}, manyHeaders(101))
 	for _, header := range bad {
 		for _, tool := range []string{"plugin_list_tools", "plugin_call_tool"} {
@@ -778,7 +788,7 @@ func TestConcurrentCalls(t *testing.T) {
 
 func TestConfigErrorAnswersEveryCall(t *testing.T) {
 	t.Parallel()
-	b := &bridge{client: newClient(&config{timeout: time.Second}), cfgErr: errors.New("no NetBox URL: set NETBOX_URL")}
+	b := &bridge{client: newClient(&config{timeout: time.Second}), cfgErr: errors.New("no NetBox URL: set NETBOX_URL"), audit: &auditLog{stderr: slog.DiscardHandler}}
 	cs := connect(t, b, protocolVersions[0], nil)
 	for tool, args := range map[string]map[string]any{"plugin_list_tools": {}, "plugin_call_tool": {"plugin": "inv", "tool": "search"}} {
 		r := call(t, cs, tool, args)
@@ -1223,7 +1233,7 @@ func accept(confirm any) func(context.Context) (*mcp.ElicitResult, error) {
 func policyBridge(f *fakeNetBox, policy writePolicy, mode string, log io.Writer) *bridge {
 	b := newBridge(f, false)
 	b.policy, b.confirm = policy, mode
-	b.audit = slog.New(slog.NewJSONHandler(log, nil))
+	b.audit = &auditLog{stderr: slog.NewJSONHandler(log, nil)}
 	return b
 }
 
@@ -1324,9 +1334,13 @@ func TestConfirmationAnswers(t *testing.T) {
 		if n, want := f.requests(recordsPath), map[bool]int{true: 1}[c.want == ""]; n != want {
 			t.Errorf("%s: %d writes, want %d", c.name, n, want)
 		}
-		decision := map[bool]string{true: "dispatched", false: "not_confirmed"}[c.want == ""]
-		if recs := auditRecords(t, &log); len(recs) != 1 || recs[0]["decision"] != decision {
-			t.Errorf("%s: audit %v, want one %s", c.name, recs, decision)
+		decisions := map[bool][]any{true: {"dispatching", "dispatched"}, false: {"not_confirmed"}}[c.want == ""]
+		var got []any
+		for _, rec := range auditRecords(t, &log) {
+			got = append(got, rec["decision"])
+		}
+		if !slices.Equal(got, decisions) {
+			t.Errorf("%s: audit decisions %v, want %v", c.name, got, decisions)
 		}
 	}
 	// A call cancelled while the question is open sends nothing.
@@ -1482,11 +1496,16 @@ func TestAuditRecords(t *testing.T) {
 	b.policy = writePolicy{all: true}
 	callInv(t, cs, "purge", map[string]any{}, "token", "0123456789abcdef0123456789abcdef01234567") // dispatched, 409: outcome unknown
 	recs := auditRecords(t, &log)
+	// A dispatched write has two records: dispatching before the send,
+	// without the response's fields, then dispatched (SPEC §13).
 	want := []map[string]any{
+		{"decision": "dispatching", "tool": "create", "effect": "write", "method": "POST", "status": nil, "request_id": nil, "token": "nbt_cfgkey", "token_source": "configured"},
 		{"decision": "dispatched", "tool": "create", "effect": "write", "method": "POST", "status": 201.0, "request_id": "req-42", "token": "nbt_cfgkey", "token_source": "configured"},
 		{"decision": "dry_run", "tool": "create", "token": "nbt_cfgkey", "token_source": "configured"},
 		{"decision": "mutations_disabled", "tool": "purge", "effect": "destructive", "method": "DELETE"},
+		{"decision": "dispatching", "tool": "create", "token": "nbt_callkey", "token_source": "per-call"},
 		{"decision": "dispatched", "tool": "create", "token": "nbt_callkey", "token_source": "per-call"},
+		{"decision": "dispatching", "tool": "purge", "status": nil, "outcome": nil, "token": specV1Name("0123456789abcdef0123456789abcdef01234567"), "token_source": "per-call"},
 		{"decision": "dispatched", "tool": "purge", "status": 409.0, "outcome": "unknown", "token": specV1Name("0123456789abcdef0123456789abcdef01234567"), "token_source": "per-call"},
 	}
 	if len(recs) != len(want) {
@@ -1660,6 +1679,38 @@ func serveBranches(f *fakeNetBox, statuses map[string]string) {
 	})
 }
 
+// TestBranchAdviceFitsTheCause: SPEC §16, a branch_unavailable message says
+// the next step that fits: wait for a branch on its way to ready, name
+// another for one that never will be, and a 403 on the lookup is about
+// viewing branches, not about the plugin's reads (issue 28).
+func TestBranchAdviceFitsTheCause(t *testing.T) {
+	t.Parallel()
+	f := newInvNetBox(t)
+	statuses := map[string]string{"merged": "merged", "reverted": "reverted", "archived": "archived", "failed": "failed",
+		"fresh": "provisioning", "syncing": "syncing"}
+	serveBranches(f, statuses)
+	for name, status := range statuses {
+		b := newBridge(f, true)
+		b.client.branch = name
+		r := callInv(t, connect(t, b, protocolVersions[0], nil), "create", map[string]any{"name": "x"})
+		wantError(t, r, "branch_unavailable", false)
+		never := status != "provisioning" && status != "syncing"
+		if strings.Contains(r.text, "wait") == never || strings.Contains(r.text, "another") != never || !strings.Contains(r.text, status) {
+			t.Errorf("a %s branch: %q; want it to say %s", status, r.text, map[bool]string{true: "to name another", false: "to wait"}[never])
+		}
+	}
+	f.handle(branchesPath, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusForbidden, `{"detail": "You do not have permission to perform this action."}`, false)
+	})
+	b := newBridge(f, true)
+	b.client.branch = "review"
+	r := callInv(t, connect(t, b, protocolVersions[0], nil), "search", map[string]any{})
+	wantError(t, r, "branch_unavailable", false)
+	if !strings.Contains(r.text, "view_branch") || strings.Contains(r.text, "read plugins") {
+		t.Errorf("a 403 on the branch lookup: %q; want the permission to view branches, not to read plugins", r.text)
+	}
+}
+
 // TestBranch: with --branch every target request of a call carries the
 // branch's schema_id as X-NetBox-Branch, found by name at the same time as
 // discovery; a branch that is missing or not ready refuses the call before
@@ -1698,8 +1749,15 @@ func TestBranch(t *testing.T) {
 			t.Errorf("audit %v does not name the branch", rec)
 		}
 	}
-	// The agent cannot choose a branch while a branch rule is in force.
-	wantError(t, callInv(t, cs, "search", map[string]any{}, "header", []string{"X-NetBox-Branch: other"}), "invalid_request", false)
+	// The agent cannot choose a branch while a branch rule is in force, in
+	// any entry, empty or not: nothing reaches NetBox (issue 28).
+	for _, h := range [][]string{{"X-NetBox-Branch: other"}, {"X-NetBox-Branch:", "X-NetBox-Branch: other"}, {"X-Tenant: 1", "x-netbox-branch="}} {
+		f.resetLog()
+		wantError(t, callInv(t, cs, "search", map[string]any{}, "header", h), "invalid_request", false)
+		if n := f.totalRequests(); n != 0 {
+			t.Errorf("headers %q: %d requests reached NetBox", h, n)
+		}
+	}
 
 	// A branch that does not exist, or is not ready: nothing is sent.
 	for name, want := range map[string]string{"nosuch": "has no branch", "fresh": `"provisioning", not ready`} {
@@ -1734,6 +1792,11 @@ func TestBranch(t *testing.T) {
 		t.Errorf("a read under --branch-only: %s", r.text)
 	}
 	wantError(t, callInv(t, cs, "create", map[string]any{"name": "x"}, "header", []string{"x-netbox-branch: td5smq0f"}), "invalid_request", false)
+	f.resetLog()
+	wantError(t, callInv(t, cs, "search", map[string]any{}, "header", []string{"X-NetBox-Branch:", "X-NetBox-Branch: td5smq0f"}), "invalid_request", false)
+	if n := f.totalRequests(); n != 0 {
+		t.Errorf("an empty X-NetBox-Branch beside another under --branch-only: %d requests reached NetBox", n)
+	}
 	// Without a branch rule the header is the caller's own.
 	cs = connect(t, newBridge(f, true), protocolVersions[0], nil)
 	if r := callInv(t, cs, "search", map[string]any{}, "header", []string{"X-NetBox-Branch: mine"}); r.isError {
@@ -1752,17 +1815,47 @@ const (
 )
 
 // checkIndex checks an index document against SPEC §9: its size, its
-// members, no schema, and summaries that are first sentences.
-func checkIndex(t *testing.T, text string, tools int) {
+// members grouped by plugin (each slug once), no schema, summaries that are
+// first sentences; it returns the index's tools, each with its plugin.
+func checkIndex(t *testing.T, text string, tools int) []map[string]any {
 	t.Helper()
 	var doc struct {
-		Detail   string
-		Next     string
-		Tools    []map[string]any
+		Detail  string
+		Next    string
+		Plugins []struct {
+			Plugin string
+			Tools  []map[string]any
+		}
 		Problems []any
 	}
-	if err := json.Unmarshal([]byte(text), &doc); err != nil || doc.Detail != "index" || len(doc.Tools) != tools || doc.Next == "" || doc.Problems == nil {
-		t.Fatalf("not the index of %d tools: %v %s", tools, err, clip(text, 500))
+	if err := json.Unmarshal([]byte(text), &doc); err != nil || doc.Detail != "index" || doc.Next == "" || doc.Problems == nil {
+		t.Fatalf("not an index: %v %s", err, clip(text, 500))
+	}
+	var all []map[string]any
+	seen := map[string]bool{}
+	for _, p := range doc.Plugins {
+		if seen[p.Plugin] || len(p.Tools) == 0 {
+			t.Fatalf("plugin %q listed twice, or with no tools", p.Plugin)
+		}
+		seen[p.Plugin] = true
+		for _, tool := range p.Tools {
+			for k := range tool {
+				if !slices.Contains([]string{"name", "effect", "title", "summary"}, k) {
+					t.Fatalf("an index entry has %q: %v", k, tool)
+				}
+			}
+			if tool["name"] == nil || tool["effect"] == nil {
+				t.Fatalf("index entry %v", tool)
+			}
+			if summary, _ := tool["summary"].(string); utf8.RuneCountInString(summary) > specSummary {
+				t.Fatalf("a summary of %d characters: %v", utf8.RuneCountInString(summary), tool)
+			}
+			tool["plugin"] = p.Plugin
+			all = append(all, tool)
+		}
+	}
+	if len(all) != tools {
+		t.Fatalf("an index of %d tools, want %d: %s", len(all), tools, clip(text, 500))
 	}
 	if len(text) > specIndexLimit || strings.Contains(text, "inputSchema") || strings.Contains(text, "outputSchema") {
 		t.Errorf("the index is %d bytes (at most %d), or holds a schema", len(text), specIndexLimit)
@@ -1770,20 +1863,22 @@ func checkIndex(t *testing.T, text string, tools int) {
 	if !strings.Contains(doc.Next, "plugin") {
 		t.Errorf("next %q does not say to call again with plugin", doc.Next)
 	}
-	for _, tool := range doc.Tools {
-		for k := range tool {
-			if !slices.Contains([]string{"plugin", "name", "qualified_name", "effect", "title", "summary"}, k) {
-				t.Fatalf("an index entry has %q: %v", k, tool)
-			}
-		}
-		if tool["qualified_name"] != fmt.Sprint(tool["plugin"], ".", tool["name"]) || tool["effect"] == nil || tool["summary"] == nil {
-			t.Fatalf("index entry %v", tool)
-		}
-		if n := utf8.RuneCountInString(tool["summary"].(string)); n > specSummary {
-			t.Fatalf("a summary of %d characters: %v", n, tool)
-		}
-	}
 	t.Logf("catalog: the index of %d tools: %d bytes, about %d tokens", tools, len(text), len(text)/4)
+	return all
+}
+
+// longestNames is plugin i of the maximal catalog with every name at its
+// longest (SPEC §9: 64-character slugs and tool names), destructive tools,
+// and titles and descriptions at their SPEC §4 bounds: its slug and manifest.
+func longestNames(i int) (string, string) {
+	slug := fmt.Sprintf("%03d", i) + strings.Repeat("s", 61)
+	var tools []toolSpec
+	for j := range 4 {
+		tools = append(tools, toolSpec{Name: fmt.Sprintf("t%d", j) + strings.Repeat("n", 62), Title: strings.Repeat("T", 200),
+			Description: strings.Repeat("D", 1998) + ". ", Method: "DELETE", Path: fmt.Sprintf("t%d/", j), Effect: "destructive",
+			InputSchema: json.RawMessage(`{"type": "object", "additionalProperties": false}`), Annotations: toolAnnotations{DestructiveHint: true}})
+	}
+	return slug, manifestJSON(slug, tools...)
 }
 
 // TestCatalogForms: SPEC §9, without plugin the full document when its JSON
@@ -1819,10 +1914,23 @@ func TestCatalogForms(t *testing.T) {
 	}
 	cs = connect(t, newBridge(mid, false), protocolVersions[0], nil)
 	r := call(t, cs, "plugin_list_tools", map[string]any{})
-	checkIndex(t, r.text, 48)
-	if first := r.doc["tools"].([]any)[0].(map[string]any); first["title"] != "Delete an inventory report" ||
+	if first := checkIndex(t, r.text, 48)[0]; first["title"] != "Delete an inventory report" ||
 		first["summary"] != "Delete one finished inventory report and its results." {
 		t.Errorf("a mid-sized index entry %v, want its title and its description's first sentence", first)
+	}
+	// The maximal catalog with the longest names: at most 64 KiB, names
+	// whole, titles and summaries shortened to fit (issue 28).
+	longest := newFakeNetBox(t)
+	for i := range specScanRoots {
+		slug, manifest := longestNames(i)
+		longest.setPlugin(slug, &fakePlugin{manifest: manifest})
+	}
+	cs = connect(t, newBridge(longest, false), protocolVersions[0], nil)
+	r = call(t, cs, "plugin_list_tools", map[string]any{})
+	for _, tool := range checkIndex(t, r.text, 4*specScanRoots) {
+		if len(tool["name"].(string)) != 64 || len(tool["plugin"].(string)) != 64 {
+			t.Fatalf("a name was cut: %v", tool)
+		}
 	}
 }
 
@@ -2149,11 +2257,12 @@ func TestCallerHeadersNamedForTheHuman(t *testing.T) {
 	}
 	question := a.questions[0].Message
 	recs := auditRecords(t, &log)
-	if len(recs) != 1 {
-		t.Fatalf("%d audit records, want 1:\n%s", len(recs), log.String())
+	if len(recs) != 2 {
+		t.Fatalf("%d audit records, want 2 (dispatching, dispatched):\n%s", len(recs), log.String())
 	}
-	record, _ := json.Marshal(recs[0])
-	for what, text := range map[string]string{"the confirmation message": question, "the audit record": string(record)} {
+	ahead, _ := json.Marshal(recs[0])
+	record, _ := json.Marshal(recs[1])
+	for what, text := range map[string]string{"the confirmation message": question, "the dispatching record": string(ahead), "the audit record": string(record)} {
 		for _, want := range []string{"X-Tenant", "blue", "X-Trace", "abc123", "X-Long"} {
 			if !strings.Contains(text, want) {
 				t.Errorf("%s does not name the caller header part %q: %s", what, want, clip(text, 600))
@@ -2182,7 +2291,7 @@ func BenchmarkConcurrentFullScans(b *testing.B) {
 		b.Fatal(err)
 	}
 	c := testClient(b, &config{base: base, origin: origin, prefix: prefix, auth: catalogAuth, timeout: 10 * time.Second})
-	cs := connect(b, &bridge{client: c, confirm: "auto"}, protocolVersions[0], nil)
+	cs := connect(b, &bridge{client: c, confirm: "auto", audit: &auditLog{stderr: slog.DiscardHandler}}, protocolVersions[0], nil)
 	scans := map[string]func(){
 		"scan": func() {
 			if cat, err := c.scanAll(context.Background(), callOptions{}); err != nil || len(cat.tools) != 128*4 {

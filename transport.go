@@ -183,6 +183,7 @@ type client struct {
 	*config
 	http      *http.Client
 	userAgent string
+	answered  atomic.Bool // NetBox has answered at base: a failure is not its scheme's
 }
 
 // environmentProxy picks the proxy for HTTPS requests; tests replace it.
@@ -287,6 +288,7 @@ func (c *client) do(ctx context.Context, req request) (*response, error) {
 		return nil, &transportError{err: c.describeNetError(ctx, err), sent: sent.Load()}
 	}
 	defer resp.Body.Close()
+	c.answered.Store(true)
 	r := &response{status: resp.StatusCode, header: resp.Header, release: func() {}}
 	fail := func(err error) error { return &transportError{err: err, sent: true, resp: r} }
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
@@ -347,7 +349,9 @@ func readBounded(r io.Reader, limit int, process *budget, scan *atomic.Int64) (b
 }
 
 // describeNetError names a timeout as one, drops the URL that Go's errors
-// repeat, and says what to set for the usual TLS mistakes.
+// repeat, and says what to set for the usual TLS mistakes: a scheme only
+// while NetBox has never answered at base (SPEC §9, advice where the
+// evidence points).
 func (c *client) describeNetError(ctx context.Context, err error) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("timed out after %v", c.timeout)
@@ -362,7 +366,7 @@ func (c *client) describeNetError(ctx context.Context, err error) error {
 		return fmt.Errorf("%w; if NetBox's certificate comes from a private CA, set SSL_CERT_FILE to that CA's certificate (NETBOX_SSL_VERIFY=0 only as a last resort)", err)
 	case c.assumedHTTPS && (errors.As(err, &record) || strings.Contains(err.Error(), "HTTP response to HTTPS client")):
 		return fmt.Errorf("%w; NETBOX_URL has no scheme, so https:// was assumed: if NetBox speaks plain HTTP, set NETBOX_URL=http://…", err)
-	case strings.HasPrefix(c.base, "http://") && (errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "malformed HTTP")):
+	case strings.HasPrefix(c.base, "http://") && !c.answered.Load() && (errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "malformed HTTP")):
 		return fmt.Errorf("%w; NetBox may speak TLS there: try NETBOX_URL=https://…", err)
 	}
 	return err

@@ -530,4 +530,25 @@ func TestTLSMistakesSayWhatToSet(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "NetBox may speak TLS there: try NETBOX_URL=https://") {
 		t.Errorf("http:// in front of TLS: %v", err)
 	}
+	// A plain-HTTP NetBox that has answered, then drops a connection: the
+	// evidence says it speaks HTTP, so no advice to switch (SPEC §9, issue 28).
+	var answered atomic.Bool
+	dropping := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if answered.Swap(true) {
+			conn, _, _ := http.NewResponseController(w).Hijack()
+			conn.Close()
+			return
+		}
+		writeJSON(w, 200, "{}", false)
+	}))
+	t.Cleanup(dropping.Close)
+	c := rawClient(t, dropping.URL, 5*time.Second)
+	if _, err := c.do(context.Background(), listRequest(specListBytes)); err != nil {
+		t.Fatal(err)
+	}
+	c.http.CloseIdleConnections() // a new connection: the evidence is the answer, not the connection
+	_, err = c.do(context.Background(), listRequest(specListBytes))
+	if err == nil || strings.Contains(err.Error(), "https") || strings.Contains(err.Error(), "TLS") {
+		t.Errorf("a plain-HTTP NetBox that answered before, then dropped a connection: %v; want no advice about TLS", err)
+	}
 }
