@@ -63,18 +63,22 @@ Usage:
   netbox-plugin-bridge [serve] [flags]    the MCP server on stdio (the default), or over --http
   netbox-plugin-bridge scan [--plugin P] [--json] [flags]
                                           the plugin tools an agent would see
-  netbox-plugin-bridge check MANIFEST.json... [--json | --format github]
+  netbox-plugin-bridge check MANIFEST.json... [--openapi FILE] [--json | --format github]
   netbox-plugin-bridge check MANIFEST.json --tool T [--arguments JSON|@FILE] [--response JSON|@FILE]
                                           offline contract checks for plugin authors ('-': stdin)
   netbox-plugin-bridge check --plugin P [--arguments TOOL=JSON|TOOL=@FILE]... [--json] [flags]
-                                          a live contract test of one plugin; it never writes
+                                          a live contract test of one plugin, its serializers
+                                          included (--openapi FILE: a saved schema); it never writes
+  netbox-plugin-bridge draft --plugin P [--operation "METHOD PATH"]... [--openapi FILE] [flags]
+                                          a manifest drafted from NetBox's OpenAPI schema; without
+                                          --operation, the operations it can draft
   netbox-plugin-bridge healthcheck [--http ADDR]
                                           exit 0 when the local serve --http answers /readyz
   netbox-plugin-bridge version | help     also --version, -h, --help, COMMAND --help
 
 Try it without a NetBox: netbox-plugin-bridge scan --demo
 
-Flags of serve, scan and check --plugin:
+Flags of serve, scan, check --plugin and draft:
   --profile NAME            a profile of ~/.config/netbox-sdk/config.json (chmod 600)
   --demo                    the built-in demo NetBox, on a loopback port
   --timeout DURATION        per-request timeout: 30s, or a number of seconds
@@ -140,7 +144,7 @@ func main() {
 const memoryLimit = 40 << 20
 
 // commands are the commands, serve the default.
-var commands = []string{"serve", "scan", "check", "healthcheck", "version", "help"}
+var commands = []string{"serve", "scan", "check", "draft", "healthcheck", "version", "help"}
 
 // run executes one command line and returns the process exit code.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer, env environment) int {
@@ -164,6 +168,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, env environme
 		return o.fail("no command %q%s", strings.Join(positional, " "), suggest(positional[0], commands, ""))
 	case cmd == "check":
 		return runCheck(o, positional, stdin, stdout, env)
+	case cmd == "draft" && len(positional) == 0:
+		return runDraft(o, stdout, env)
 	case cmd != "help" && len(positional) > 0:
 		return o.fail("unexpected argument %q", positional[0])
 	case cmd == "serve":
@@ -198,11 +204,11 @@ func (o *options) fail(format string, a ...any) int {
 type options struct {
 	profile, plugin, confirm, logFormat, logLevel, format string
 	http, tlsCert, tlsKey, authFile, trustedProxies       string
-	auditFile, branch, tool, response                     string
+	auditFile, branch, tool, response, openapi            string
 	allowMutations                                        string // all, or a LIST; a bare --allow-mutations is "true"
 	timeout                                               time.Duration
 	demo, json, branchOnly, noCallToken                   bool
-	arguments                                             []string
+	arguments, operations                                 []string
 	given                                                 map[string]bool   // the flags the command line set
 	from                                                  map[string]string // flag → the variable that set it
 	cmd                                                   string            // the command they are for
@@ -222,13 +228,15 @@ var flagVariables = map[string]string{
 // newFlags registers the flags of one command.
 func (o *options) newFlags(cmd string) *flag.FlagSet {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	if cmd == "serve" || cmd == "scan" || cmd == "check" {
+	if cmd == "serve" || cmd == "scan" || cmd == "check" || cmd == "draft" {
 		fs.StringVar(&o.profile, "profile", "", "")
 		fs.BoolVar(&o.demo, "demo", false, "")
 		fs.Func("timeout", "", func(s string) (err error) {
 			o.timeout, err = parseTimeout(s)
 			return err
 		})
+	}
+	if cmd == "serve" || cmd == "scan" || cmd == "check" {
 		fs.BoolFunc("allow-mutations", "", func(s string) error { // a switch that may carry its LIST
 			o.allowMutations = s
 			return nil
@@ -250,7 +258,15 @@ func (o *options) newFlags(cmd string) *flag.FlagSet {
 		fs.StringVar(&o.http, "http", "", "")
 		fs.StringVar(&o.tlsCert, "tls-cert", "", "")
 		fs.StringVar(&o.tlsKey, "tls-key", "", "")
+	case "draft":
+		fs.StringVar(&o.plugin, "plugin", "", "")
+		fs.StringVar(&o.openapi, "openapi", "", "")
+		fs.Func("operation", "", func(s string) error {
+			o.operations = append(o.operations, s)
+			return nil
+		})
 	case "check":
+		fs.StringVar(&o.openapi, "openapi", "", "")
 		fs.StringVar(&o.format, "format", "text", "")
 		fs.StringVar(&o.tool, "tool", "", "")
 		fs.Func("arguments", "", func(s string) error {
@@ -1181,9 +1197,9 @@ type finding struct {
 // printFindings prints a check's problems, for check and check --plugin
 // alike: as text lines (FILE:LINE:COL: LOCATION: MESSAGE, the tool's name
 // beside its index) or, with --format github, as workflow annotations.
-func printFindings(w io.Writer, format string, findings []finding) {
+func printFindings(w io.Writer, format, level string, findings []finding) {
 	for _, f := range findings {
-		at, loc := f.File, f.Location
+		at, loc, message := f.File, f.Location, f.Message
 		if f.Line > 0 && f.File != "" {
 			at += fmt.Sprintf(":%d:%d", f.Line, f.Column)
 		}
@@ -1194,19 +1210,24 @@ func printFindings(w io.Writer, format string, findings []finding) {
 		if format == "github" {
 			data := strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A")
 			property := strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C")
-			fmt.Fprintf(w, "::error file=%s,line=%d,col=%d,title=%s::%s\n", property.Replace(f.File), max(f.Line, 1), max(f.Column, 1),
-				property.Replace(cmp.Or(loc, "manifest")), data.Replace(f.Message))
+			fmt.Fprintf(w, "::%s file=%s,line=%d,col=%d,title=%s::%s\n", level, property.Replace(f.File), max(f.Line, 1), max(f.Column, 1),
+				property.Replace(cmp.Or(loc, "manifest")), data.Replace(message))
 			continue
 		}
-		fmt.Fprintln(w, strings.TrimPrefix(at+": "+(&problem{Location: loc, Message: f.Message}).Error(), ": "))
+		if level == "notice" {
+			message = "note: " + message
+		}
+		fmt.Fprintln(w, strings.TrimPrefix(at+": "+(&problem{Location: loc, Message: message}).Error(), ": "))
 	}
 }
 
 // checkReport is the --json document of check and, with its tools, of
-// check --plugin.
+// check --plugin; notes are what the OpenAPI cross-check found that is no
+// problem (SPEC §17).
 type checkReport struct {
 	Valid    bool       `json:"valid"`
 	Problems []finding  `json:"problems"`
+	Notes    []finding  `json:"notes,omitzero"`
 	Tools    []liveTool `json:"tools,omitzero"`
 }
 
@@ -1244,9 +1265,17 @@ func runCheck(o *options, files []string, stdin io.Reader, stdout io.Writer, env
 	case len(o.arguments) > 1:
 		return o.fail("--arguments is given %d times; give it once", len(o.arguments))
 	}
-	all := []finding{}
+	var doc *openapi
+	if o.openapi != "" {
+		var err error
+		if doc, err = loadOpenAPI(context.Background(), nil, o.openapi); err != nil {
+			return o.fail("--openapi %v", err)
+		}
+	}
+	all, notes := []finding{}, []finding(nil)
 	unreadable := false
 	for _, file := range files {
+		var found problems // the cross-check's notes
 		var m *manifest
 		var ps problems
 		if data, err := readDocument(file, manifestLimits.bytes, stdin); err != nil { // reported among the others; the rest are checked
@@ -1282,19 +1311,29 @@ func runCheck(o *options, files []string, stdin io.Reader, stdout io.Writer, env
 				checked += fmt.Sprintf("; %s for %s", doc.name, o.tool)
 			}
 		}
-		n := len(all)
+		if m != nil && doc != nil {
+			for _, t := range m.tools {
+				crossCheckTool(doc, m.plugin, t, &ps, &found)
+			}
+			checked += "; each tool against NetBox's API schema"
+		}
+		n, k := len(all), len(notes)
 		for _, p := range ps.capped() {
 			all = append(all, finding{file, p})
 		}
+		for _, p := range found.capped() {
+			notes = append(notes, finding{file, p})
+		}
 		if !o.json {
-			printFindings(stdout, o.format, all[n:])
+			printFindings(stdout, o.format, "error", all[n:])
+			printFindings(stdout, o.format, "notice", notes[k:])
 		}
 		if len(ps) == 0 && !o.json {
 			fmt.Fprintf(stdout, "%s: valid (%s)\n", file, checked)
 		}
 	}
 	if o.json {
-		printJSON(stdout, checkReport{Valid: len(all) == 0, Problems: all})
+		printJSON(stdout, checkReport{Valid: len(all) == 0, Problems: all, Notes: notes})
 	}
 	if unreadable {
 		return exitUsage
@@ -1384,6 +1423,7 @@ func runLiveCheck(o *options, stdin io.Reader, stdout io.Writer, env environment
 		return exitUsage
 	}
 	tools := []liveTool{}
+	var notes problems
 	if len(ps) == 0 {
 		cat := &catalog{plugin: o.plugin}
 		cat.add(o.plugin, m)
@@ -1395,19 +1435,34 @@ func runLiveCheck(o *options, stdin io.Reader, stdout io.Writer, env environment
 		for _, ct := range cat.tools {
 			tools = append(tools, checkLiveTool(ctx, c, ct, given, schemaID, &ps))
 		}
+		// The serializers (SPEC §17): NetBox may have its schema endpoint off.
+		switch doc, err := loadOpenAPI(ctx, c, o.openapi); {
+		case err != nil && o.openapi != "":
+			return o.fail("--openapi %v", err)
+		case err != nil:
+			notes.add("openapi", "NetBox's API schema could not be read, so no tool was compared with its serializer: %v", err)
+		default:
+			for _, ct := range cat.tools {
+				crossCheckTool(doc, o.plugin, ct.tool, &ps, &notes)
+			}
+		}
 	}
-	found := []finding{}
+	found, noted := []finding{}, []finding(nil)
 	for _, p := range ps.capped() {
 		p.Line, p.Column = 0, 0 // a place in no file of the author's
 		found = append(found, finding{problem: p})
+	}
+	for _, p := range notes.capped() {
+		noted = append(noted, finding{problem: p})
 	}
 	if o.json {
 		for i := range found {
 			found[i].Tool = "" // SPEC §15: location and message
 		}
-		printJSON(stdout, checkReport{len(ps) == 0, found, tools})
+		printJSON(stdout, checkReport{len(ps) == 0, found, noted, tools})
 	} else {
-		printFindings(stdout, o.format, found)
+		printFindings(stdout, o.format, "error", found)
+		printFindings(stdout, o.format, "notice", noted)
 		reads, writes := 0, 0
 		for _, t := range tools {
 			if t.Called {
@@ -1484,6 +1539,622 @@ func checkLiveTool(ctx context.Context, c *client, ct catalogTool, given map[str
 	}
 	lt.Called, lt.Status, lt.note = true, &resp.status, fmt.Sprintf("called: %d", resp.status)
 	return lt
+}
+
+// ---- the OpenAPI schema: draft and the serializer cross-check (SPEC §17) ----
+
+// openapi is NetBox's OpenAPI 3 document (drf-spectacular's), read once a
+// run. It is checked whole by the strict decoder within openapiLimits, then
+// kept as raw bytes: a path item or a component schema is decoded when it
+// is first used, so that a 20 MB document never becomes one tree.
+type openapi struct {
+	paths   map[string][]byte // path item by path from /api/ on (a BASE_PATH cut off)
+	schemas map[string][]byte // component schema by name
+	decoded map[string]value  // the component schemas decoded so far
+}
+
+// readOpenAPI checks data as an OpenAPI document and indexes it.
+func readOpenAPI(data []byte) (*openapi, error) {
+	if _, err := scanDocument(data, openapiLimits, nil, "", nil); err != nil {
+		return nil, fmt.Errorf("the API schema is not one strict JSON document within %d MiB: %v", openapiLimits.bytes>>20, err)
+	}
+	o := &openapi{paths: map[string][]byte{}, schemas: map[string][]byte{}, decoded: map[string]value{}}
+	members(data, func(key string, raw []byte) {
+		switch key {
+		case "paths":
+			members(raw, func(path string, item []byte) {
+				if i := strings.Index(path, "/api/"); i >= 0 {
+					o.paths[path[i:]] = item
+				}
+			})
+		case "components":
+			members(raw, func(key string, raw []byte) {
+				if key == "schemas" {
+					members(raw, func(name string, s []byte) { o.schemas[name] = s })
+				}
+			})
+		}
+	})
+	if len(o.paths) == 0 {
+		return nil, errors.New("the API schema has no paths under /api/: is it NetBox's OpenAPI document?")
+	}
+	return o, nil
+}
+
+// loadOpenAPI reads the OpenAPI document of --openapi FILE, or else
+// NetBox's own at /api/schema/, with a body budget of its own.
+func loadOpenAPI(ctx context.Context, c *client, file string) (*openapi, error) {
+	if file != "" {
+		data, err := readFile(file, openapiLimits.bytes, false)
+		if err != nil {
+			return nil, err
+		}
+		return readOpenAPI(data)
+	}
+	resp, err := c.do(ctx, request{method: http.MethodGet, path: "/api/schema/", query: "format=json", limit: openapiLimits.bytes,
+		held: newBudget(int64(openapiLimits.bytes) + 1)})
+	if err != nil {
+		return nil, fmt.Errorf("GET %s/api/schema/: %v", c.base, err)
+	}
+	defer resp.release()
+	if resp.status != http.StatusOK {
+		return nil, fmt.Errorf("GET %s/api/schema/?format=json: HTTP %d", c.base, resp.status)
+	}
+	return readOpenAPI(resp.body)
+}
+
+// operation is the operation of method at path, if the document has it.
+func (o *openapi) operation(path, method string) (value, bool) {
+	item, _ := decode(o.paths[path], openapiLimits) // checked whole already
+	return item.get(strings.ToLower(method))
+}
+
+// converter turns drf-spectacular's OpenAPI 3.0 schemas into the bridge-v1
+// subset (SPEC §5, §17): $refs inlined, nullable as a type union, OpenAPI
+// 3.0's boolean exclusive bounds as numbers, the combinators NetBox writes
+// read as what they stand for, and every other keyword dropped and noted.
+type converter struct {
+	*openapi
+	dropped []string // "location: keyword", for draft's comments
+}
+
+// convertDepth bounds the nesting of one conversion: deeper is a hostile
+// document, or $refs that never end.
+const convertDepth = 32
+
+func (c *converter) convert(v value, at string, depth int, refs []string) (value, error) {
+	switch {
+	case depth > convertDepth:
+		return value{}, fmt.Errorf("%s: nested deeper than %d schemas", at, convertDepth)
+	case v.kind == kindBool:
+		return v, nil
+	case v.kind != kindObject:
+		return value{}, fmt.Errorf("%s: a schema must be an object", at)
+	}
+	if ref, ok := v.get("$ref"); ok { // #/components/schemas/NAME, inlined
+		name, local := strings.CutPrefix(ref.s, "#/components/schemas/")
+		raw, found := c.schemas[name]
+		switch {
+		case !local || !found:
+			return value{}, fmt.Errorf("%s: $ref %s points to no schema of the document", at, quote(clip(ref.s, 100)))
+		case slices.Contains(refs, name):
+			return value{}, fmt.Errorf("%s: $ref loop %s", at, strings.Join(append(refs, name), " → "))
+		}
+		if _, ok := c.decoded[name]; !ok {
+			c.decoded[name], _ = decode(raw, openapiLimits)
+		}
+		return c.convert(c.decoded[name], at, depth+1, append(refs, name))
+	}
+	out := value{kind: kindObject, obj: []member{}}
+	var err error
+	for _, k := range [...]string{"allOf", "oneOf", "anyOf"} {
+		if list, ok := v.get(k); ok && err == nil {
+			out, err = c.combine(k, list, at, depth, refs)
+		}
+	}
+	nullable := false
+	for _, m := range v.obj {
+		key, val := m.key, m.val
+		switch key {
+		case "nullable":
+			nullable = val.b
+			continue
+		case "allOf", "oneOf", "anyOf":
+			continue
+		case "properties":
+			props := value{kind: kindObject, obj: []member{}}
+			for _, p := range val.obj {
+				s, perr := c.convert(p.val, child(child(at, "properties"), p.key), depth+1, refs)
+				props.obj, err = append(props.obj, member{p.key, s}), cmp.Or(err, perr)
+			}
+			val = props
+		case "items", "additionalProperties", "propertyNames":
+			if val.kind == kindObject {
+				val, err = c.convert(val, child(at, key), depth+1, refs)
+			}
+		case "exclusiveMinimum", "exclusiveMaximum":
+			if val.kind == kindBool {
+				continue // OpenAPI 3.0's flag on its bound
+			}
+		case "minimum", "maximum":
+			if flag, _ := v.get("exclusiveM" + key[1:]); flag.b {
+				key = "exclusiveM" + key[1:] // OpenAPI 3.0 {minimum: 0, exclusiveMinimum: true}: Draft 2020-12 {exclusiveMinimum: 0}
+			}
+		case "uniqueItems": // the subset's rule: items of exactly one scalar type
+			items, _ := v.get("items")
+			if t, _ := items.get("type"); t.kind != kindString || t.s == "object" || t.s == "array" || nullableOf(items) {
+				c.dropped = append(c.dropped, child(at, key))
+				continue
+			}
+		case "format":
+			if val.s != "date-time" {
+				c.dropped = append(c.dropped, child(at, key)+" "+quote(clip(val.s, 40)))
+				continue
+			}
+		case "type", "enum", "const", "required", "minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties",
+			"multipleOf", "title", "description", "default", "deprecated", "readOnly", "writeOnly":
+		default:
+			if !strings.HasPrefix(key, "x-") { // extensions say nothing of the value
+				c.dropped = append(c.dropped, child(at, key))
+			}
+			continue
+		}
+		out = set(out, key, val)
+	}
+	if t, ok := out.get("type"); nullable && ok {
+		if t.kind == kindString {
+			t = value{kind: kindArray, arr: []value{t}}
+		}
+		if !slices.ContainsFunc(t.arr, func(e value) bool { return e.s == "null" }) {
+			out = set(out, "type", value{kind: kindArray, arr: append(slices.Clone(t.arr), stringValue("null"))})
+		}
+	}
+	if e, ok := out.get("enum"); nullable && ok && !slices.ContainsFunc(e.arr, func(e value) bool { return e.kind == kindNull }) {
+		out = set(out, "enum", value{kind: kindArray, arr: append(slices.Clone(e.arr), value{})})
+	}
+	return out, err
+}
+
+// nullableOf reports whether an OpenAPI schema is nullable.
+func nullableOf(v value) bool { n, _ := v.get("nullable"); return n.b }
+
+// combine reads the combinators drf-spectacular writes as what they stand
+// for: a one-member allOf as its member (the wrapper's own keywords then
+// apply); a bulk body [X, array of X] as X; a related object [id, nested
+// object] as the integer id; members of one scalar type as that type, with
+// the loosest of their bounds. Anything else is noted and accepts any value.
+func (c *converter) combine(k string, list value, at string, depth int, refs []string) (value, error) {
+	integer := slices.IndexFunc(list.arr, func(m value) bool { t, _ := m.get("type"); return t.s == "integer" && k != "allOf" })
+	switch n := len(list.arr); {
+	case n == 1:
+		return c.convert(list.arr[0], at, depth+1, refs)
+	case n == 2 && equal(list.arr[1], value{kind: kindObject, obj: []member{{"type", stringValue("array")}, {"items", list.arr[0]}}}):
+		return c.convert(list.arr[0], at, depth+1, refs)
+	case integer >= 0:
+		return c.convert(list.arr[integer], at, depth+1, refs)
+	}
+	var conv []value
+	for _, m := range list.arr {
+		s, err := c.convert(m, at, depth+1, refs)
+		if err != nil {
+			return value{}, err
+		}
+		conv = append(conv, s)
+	}
+	one := func(s value) bool { // of the first member's scalar type
+		t, _ := s.get("type")
+		first, _ := conv[0].get("type")
+		return t.kind == kindString && t.s == first.s && t.s != "object" && t.s != "array"
+	}
+	if k == "allOf" || len(conv) == 0 || slices.ContainsFunc(conv, func(s value) bool { return !one(s) }) {
+		c.dropped = append(c.dropped, child(at, k))
+		return value{kind: kindObject, obj: []member{}}, nil
+	}
+	t, _ := conv[0].get("type")
+	merged := value{kind: kindObject, obj: []member{{"type", t}}}
+	for _, kw := range [...]string{"minLength", "maxLength", "minItems", "maxItems", "minimum", "maximum"} {
+		var loosest value // a bound every member has: the least of the least, the most of the most
+		for _, s := range conv {
+			b, ok := s.get(kw)
+			if !ok {
+				loosest = value{}
+				break
+			}
+			if loosest.kind == kindNull || exact(b.s).Cmp(exact(loosest.s)) == map[bool]int{true: -1, false: 1}[strings.HasPrefix(kw, "min")] {
+				loosest = b
+			}
+		}
+		if loosest.kind == kindNumber {
+			merged = set(merged, kw, loosest)
+		}
+	}
+	return merged, nil
+}
+
+// set puts key: val into the object v, which this file built, in place of
+// a member of that key.
+func set(v value, key string, val value) value {
+	if i := slices.IndexFunc(v.obj, func(m member) bool { return m.key == key }); i >= 0 {
+		v.obj[i].val = val
+		return v
+	}
+	v.obj = append(v.obj, member{key, val})
+	return v
+}
+
+// request is the serializer side of an operation's input, converted: a
+// write's application/json request body, or a read's query parameters as
+// the properties of an object; null when a write declares no JSON body.
+func (c *converter) request(op value, method, at string) (value, error) {
+	if method != http.MethodGet && method != http.MethodHead {
+		body, _ := op.get("requestBody")
+		content, _ := body.get("content")
+		json, found := content.get("application/json")
+		if !found {
+			return value{}, nil
+		}
+		s, _ := json.get("schema")
+		return c.convert(s, at, 0, nil)
+	}
+	params, _ := op.get("parameters")
+	props, required := value{kind: kindObject, obj: []member{}}, value{kind: kindArray, arr: []value{}}
+	for _, p := range params.arr {
+		in, _ := p.get("in")
+		name, _ := p.get("name")
+		schema, _ := p.get("schema")
+		if in.s != "query" || name.kind != kindString {
+			continue
+		}
+		s, err := c.convert(schema, child(child(at, "properties"), name.s), 1, nil)
+		if err != nil {
+			return value{}, err
+		}
+		if d, ok := p.get("description"); ok && d.kind == kindString {
+			s = set(s, "description", d)
+		}
+		props.obj = append(props.obj, member{name.s, s})
+		if r, _ := p.get("required"); r.b {
+			required.arr = append(required.arr, name)
+		}
+	}
+	return value{kind: kindObject, obj: []member{{"type", stringValue("object")}, {"properties", props}, {"required", required}}}, nil
+}
+
+// response is the schema of an operation's first 2xx application/json
+// answer, converted; null when it has none.
+func (c *converter) response(op value, at string) (value, error) {
+	responses, _ := op.get("responses")
+	for _, r := range responses.obj {
+		content, _ := r.val.get("content")
+		if json, found := content.get("application/json"); found && len(r.key) == 3 && r.key[0] == '2' {
+			s, _ := json.get("schema")
+			return c.convert(s, at, 0, nil)
+		}
+	}
+	return value{}, nil
+}
+
+// crossCheckTool compares a tool with NetBox's operation at its path and
+// method (SPEC §17): the request body or the query parameters with its
+// inputSchema, the answer with its outputSchema. Problems and notes are
+// located at tools.<name>.openapi.
+func crossCheckTool(o *openapi, slug string, t *tool, ps, notes *problems) {
+	at, path := "tools."+t.name+".openapi", "/api/plugins/"+slug+"/"+t.path
+	op, found := o.operation(path, t.method)
+	if !found {
+		ps.add(at, "NetBox's API schema has no %s %s", t.method, path)
+		return
+	}
+	descriptor := build(t.descriptor)
+	input, _ := descriptor.get("inputSchema")
+	output, _ := descriptor.get("outputSchema")
+	c := &converter{openapi: o}
+	in, err := c.request(op, t.method, at)
+	switch {
+	case err != nil:
+		notes.add(at, "the serializer could not be read, so the input was not compared: %v", err)
+	case in.kind == kindNull:
+		notes.add(at, "NetBox's API schema declares no JSON request body for %s %s, so the input was not compared", t.method, path)
+	default:
+		crossCheck(input, in, at, false, t.method == http.MethodGet || t.method == http.MethodHead, ps, notes)
+	}
+	out, err := c.response(op, at+".response")
+	if props, _ := out.get("properties"); err == nil && len(props.obj) > 0 && output.kind == kindObject {
+		crossCheck(output, out, at+".response", true, false, ps, notes)
+	}
+}
+
+// The bounds crossCheck compares, the least ones first.
+var (
+	leastBounds = []string{"minLength", "minItems", "minProperties", "minimum", "exclusiveMinimum"}
+	mostBounds  = []string{"maxLength", "maxItems", "maxProperties", "maximum", "exclusiveMaximum"}
+)
+
+// crossCheck compares the manifest's schema m with the serializer's s, both
+// in the subset, at loc. An input must not allow what the serializer
+// refuses: a type, enum member or bound it refuses, a property it does not
+// know, or leaving out one it requires. An answer must accept what the
+// serializer answers: each of its types and enum members, and no property
+// it never has. What is only stricter than the serializer, and the
+// serializer fields the manifest leaves out, are notes. query: s's
+// properties are query parameters, where an array takes one value too.
+func crossCheck(m, s value, loc string, answer, query bool, ps, notes *problems) {
+	side := map[bool]string{false: "takes", true: "answers"}[answer]
+	narrow, wide := typesOf(m), typesOf(s)
+	if answer {
+		narrow, wide = wide, narrow
+	}
+	if wide != 0 && (narrow == 0 || narrow&^(wide|wide&typeNumber>>1) != 0) { // an integer is a number
+		ps.add(loc, "the manifest has type %s; the serializer %s %s", cmp.Or(typesOf(m).String(), "any"), side, cmp.Or(typesOf(s).String(), "any"))
+	}
+	in, of := enumOf(m), enumOf(s)
+	if answer {
+		in, of = of, in
+	}
+	if of.kind == kindArray && (in.kind != kindArray || slices.ContainsFunc(in.arr, func(e value) bool { return !slices.ContainsFunc(of.arr, func(f value) bool { return equal(e, f) }) })) {
+		ps.add(loc, "the manifest has enum %s; the serializer %s %s", clip(string(encode(enumOf(m))), clipLimit), side, clip(string(encode(enumOf(s))), clipLimit))
+	}
+	for i, kw := range append(slices.Clip(leastBounds), mostBounds...) {
+		mb, hasM := m.get(kw)
+		sb, hasS := s.get(kw)
+		order := 0 // > 0: the manifest is stricter
+		switch {
+		case hasM && hasS:
+			order = exact(mb.s).Cmp(exact(sb.s)) * (1 - 2*(i/len(leastBounds)))
+		case hasM:
+			order = 1
+		case hasS:
+			order = -1
+		}
+		msg := fmt.Sprintf("%s: the manifest has %s; the serializer %s %s", kw, cmp.Or(mb.s, "none"), side, cmp.Or(sb.s, "none"))
+		if order < 0 && !answer {
+			ps.add(loc, "%s", msg)
+		} else if order > 0 {
+			notes.add(loc, "%s (the manifest is stricter)", msg)
+		}
+	}
+	mp, _ := m.get("properties")
+	sp, named := s.get("properties")
+	var left []string
+	for _, p := range sp.obj {
+		if _, found := mp.get(p.key); !found {
+			left = append(left, p.key)
+		}
+	}
+	if len(left) > 0 {
+		notes.add(loc, "the manifest leaves out %d of the serializer's fields: %s", len(left), clip(strings.Join(left, ", "), problemClip))
+	}
+	for _, p := range mp.obj {
+		sv, found := sp.get(p.key)
+		switch items, _ := sv.get("items"); {
+		case !named: // the serializer names no fields
+		case !found:
+			ps.add(child(loc, p.key), "the serializer %s no property %s", side, quote(p.key))
+		case query && typesOf(sv) == typeArray && typesOf(p.val)&typeArray == 0:
+			crossCheck(p.val, items, child(loc, p.key), answer, false, ps, notes)
+		default:
+			crossCheck(p.val, sv, child(loc, p.key), answer, false, ps, notes)
+		}
+	}
+	mr, _ := m.get("required")
+	sr, _ := s.get("required")
+	for _, r := range sr.arr {
+		if !answer && !slices.ContainsFunc(mr.arr, func(e value) bool { return e.s == r.s }) {
+			ps.add(child(loc, r.s), "the serializer requires it; the manifest does not")
+		}
+	}
+	mi, hasM := m.get("items")
+	si, hasS := s.get("items")
+	if hasM && hasS {
+		crossCheck(mi, si, loc+"[]", answer, false, ps, notes)
+	}
+}
+
+// typesOf is the types a schema value declares, 0 for any.
+func typesOf(v value) typeMask {
+	t, _ := v.get("type")
+	var mask typeMask
+	for _, name := range append(t.arr, t) {
+		if i := slices.Index(typeNames[:], name.s); i >= 0 && name.kind == kindString {
+			mask |= 1 << i
+		}
+	}
+	return mask
+}
+
+// enumOf is what a schema value's enum or const allows, as an array; null
+// for any value.
+func enumOf(v value) value {
+	if c, ok := v.get("const"); ok {
+		return value{kind: kindArray, arr: []value{c}}
+	}
+	e, _ := v.get("enum")
+	return e
+}
+
+// runDraft prints a bridge-v1 manifest drafted from NetBox's OpenAPI schema
+// for the --operation METHOD PATH of a plugin, or, without one, lists the
+// operations it can draft (SPEC §17). Comments on what could not be
+// carried over go to stderr; an operation v1 cannot express is refused, and
+// the others still drafted, with exit 1.
+func runDraft(o *options, stdout io.Writer, env environment) int {
+	if !slugPattern.MatchString(o.plugin) {
+		return o.fail("--plugin %s: give the plugin's slug, as in /api/plugins/<slug>/", quote(clip(o.plugin, 80)))
+	}
+	doc, stop, err := openOpenAPI(o, env)
+	defer stop()
+	if err != nil {
+		return o.fail("%v", err)
+	}
+	prefix := "/api/plugins/" + o.plugin + "/"
+	if len(o.operations) == 0 {
+		for _, path := range slices.Sorted(maps.Keys(doc.paths)) {
+			item, _ := decode(doc.paths[path], openapiLimits)
+			for _, m := range item.obj {
+				if rel, ok := strings.CutPrefix(path, prefix); ok && methodEffects[strings.ToUpper(m.key)] != nil {
+					if _, err := draftTool(doc, o.plugin, strings.ToUpper(m.key), rel, map[string]bool{}); err == nil {
+						fmt.Fprintf(stdout, "%s %s\n", strings.ToUpper(m.key), rel)
+					}
+				}
+			}
+		}
+		return exitOK
+	}
+	var tools []value
+	taken := map[string]bool{}
+	for _, op := range o.operations {
+		method, rel, _ := strings.Cut(strings.TrimSpace(op), " ")
+		t, err := draftTool(doc, o.plugin, strings.ToUpper(method), strings.TrimPrefix(strings.TrimSpace(rel), prefix), taken)
+		for _, c := range t.comments {
+			fmt.Fprintf(o.stderr, "netbox-plugin-bridge draft: %s: %s\n", op, c)
+		}
+		if err != nil {
+			fmt.Fprintf(o.stderr, "netbox-plugin-bridge draft: %s is not drafted: %v\n", op, err)
+			continue
+		}
+		tools = append(tools, t.descriptor)
+	}
+	if len(tools) == 0 {
+		return exitInvalid
+	}
+	manifest := encode(value{kind: kindObject, obj: []member{{"schema_version", stringValue("1")}, {"plugin", stringValue(o.plugin)},
+		{"tools", value{kind: kindArray, arr: tools}}}})
+	if _, ps := parseManifest(manifest); len(ps) > 0 {
+		fmt.Fprintf(o.stderr, "netbox-plugin-bridge draft: the drafted manifest breaks a rule, %v: draft fewer operations at once\n", &ps[0])
+		return exitInvalid
+	}
+	var out bytes.Buffer
+	json.Indent(&out, manifest, "", "  ")
+	fmt.Fprintln(stdout, out.String())
+	return exitFor(len(tools) < len(o.operations))
+}
+
+// openOpenAPI reads the OpenAPI document for draft and check: --openapi
+// FILE, or the configured NetBox's.
+func openOpenAPI(o *options, env environment) (*openapi, func(), error) {
+	if o.openapi != "" {
+		doc, err := loadOpenAPI(context.Background(), nil, o.openapi)
+		return doc, func() {}, err
+	}
+	c, ctx, stop, err := openNetBox(o, env)
+	if err != nil {
+		return nil, stop, err
+	}
+	doc, err := loadOpenAPI(ctx, c, "")
+	return doc, stop, err
+}
+
+// drafted is one drafted tool descriptor and what its conversion dropped.
+type drafted struct {
+	descriptor value
+	comments   []string
+}
+
+// draftTool drafts the descriptor of one operation: effect and annotations
+// from the method, the name from the operationId, title and description
+// from its summary and description (else a TODO), the input from its JSON
+// body or query parameters, the output from its first 2xx answer, each
+// within SPEC §4 and §5's bounds.
+func draftTool(o *openapi, slug, method, rel string, taken map[string]bool) (drafted, error) {
+	var d drafted
+	op, found := o.operation("/api/plugins/"+slug+"/"+rel, method)
+	switch {
+	case strings.ContainsAny(rel, "{}"):
+		return d, errors.New("its path is templated: a bridge-v1 tool has a fixed path")
+	case !found:
+		return d, fmt.Errorf("NetBox's API schema has no %s /api/plugins/%s/%s", method, slug, rel)
+	case methodEffects[method] == nil || checkToolPath(rel) != nil:
+		return d, errors.New("bridge v1 has no such method or path")
+	}
+	c := &converter{openapi: o}
+	in, err := c.request(op, method, "inputSchema")
+	if t, _ := in.get("type"); err == nil && in.kind != kindNull && t.s != "object" {
+		err = errors.New("its request body is not a JSON object (NetBox's bulk operations take arrays)")
+	}
+	if err != nil {
+		return d, err
+	}
+	if in.kind == kindNull { // a write that declares no body
+		in = value{kind: kindObject, obj: []member{}}
+	}
+	in = set(set(in, "type", stringValue("object")), "additionalProperties", value{kind: kindBool})
+	props, _ := in.get("properties")
+	required, _ := in.get("required")
+	for left := 0; ; left++ { // a query's parameters: those it cannot carry go, then the lookups and the last while it is too large
+		var ps problems
+		if ps.checkInputSchema(in, "inputSchema", method); len(ps) == 0 {
+			if left > 0 {
+				d.comments = append(d.comments, fmt.Sprintf("%d of its %d query parameters left out (lookups such as name__ic first), to fit bridge v1's schema bounds and query rule",
+					left, left+len(props.obj)))
+			}
+			break
+		}
+		name, cannot := strings.CutPrefix(ps[0].Location, "inputSchema.properties.")
+		gone := func(m member) bool { return cannot && m.key == name } // one the query rule refuses
+		if !slices.ContainsFunc(props.obj, gone) && slices.ContainsFunc(props.obj, func(m member) bool { return strings.Contains(m.key, "__") }) {
+			gone = func(m member) bool { return strings.Contains(m.key, "__") } // too large: every lookup at once
+		} else if !slices.ContainsFunc(props.obj, gone) && len(props.obj) > 0 {
+			last := props.obj[len(props.obj)-1].key
+			gone = func(m member) bool { return m.key == last }
+		}
+		if method != http.MethodGet && method != http.MethodHead || !slices.ContainsFunc(props.obj, gone) {
+			return d, fmt.Errorf("its input breaks a bridge-v1 rule: %v", &ps[0])
+		}
+		n := len(props.obj)
+		props.obj = slices.DeleteFunc(props.obj, gone)
+		required.arr = slices.DeleteFunc(required.arr, func(r value) bool {
+			return !slices.ContainsFunc(props.obj, func(m member) bool { return m.key == r.s })
+		})
+		in, left = set(set(in, "properties", props), "required", required), left+n-len(props.obj)-1
+	}
+	out, err := c.response(op, "outputSchema")
+	var ps problems
+	if err == nil && out.kind != kindNull && compileSchema(out, "outputSchema", &ps) == nil {
+		err = &ps[0]
+	}
+	if err != nil {
+		d.comments = append(d.comments, fmt.Sprintf("outputSchema left null: %v", err))
+		out = value{}
+	}
+	for _, at := range c.dropped {
+		d.comments = append(d.comments, at+" dropped: bridge v1's schema subset has no such keyword or format")
+	}
+	id, _ := op.get("operationId")
+	name := strings.Map(func(r rune) rune {
+		if r < utf8.RuneSelf && isAlnum(byte(r)) {
+			return r
+		}
+		return '_'
+	}, strings.TrimPrefix(strings.ToLower(id.s), "plugins_"+strings.ReplaceAll(slug, "-", "_")+"_"))
+	if name == "" || name[0] < 'a' || name[0] > 'z' {
+		name = "op_" + name
+	}
+	name = name[:min(len(name), 60)]
+	for base, i := name, 2; taken[name]; i++ {
+		name = fmt.Sprintf("%s_%d", base, i)
+	}
+	taken[name] = true
+	summary, _ := op.get("summary")
+	description, _ := op.get("description")
+	title := cmp.Or(summary.s, fmt.Sprintf("TODO: a title for %s %s", method, rel))
+	effect := methodEffects[method][0]
+	d.descriptor = value{kind: kindObject, obj: []member{{"name", stringValue(name)},
+		{"title", stringValue(clipRunes(title, titleLimit))},
+		{"description", stringValue(clipRunes(cmp.Or(description.s, summary.s, "TODO: what it does, what it answers, and what the agent must know before it calls it."), descriptionLimit))},
+		{"method", stringValue(method)}, {"path", stringValue(rel)}, {"effect", stringValue(effect)}, {"inputSchema", in}, {"outputSchema", out},
+		{"annotations", value{kind: kindObject, obj: []member{{"readOnlyHint", value{kind: kindBool, b: effect == "read"}},
+			{"destructiveHint", value{kind: kindBool, b: effect == "destructive"}},
+			{"idempotentHint", value{kind: kindBool, b: method != http.MethodPost && method != http.MethodPatch}},
+			{"openWorldHint", value{kind: kindBool}}}}}}}
+	return d, nil
+}
+
+// clipRunes shortens s to at most n characters.
+func clipRunes(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }
 
 // ---- the built-in demo NetBox ----

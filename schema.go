@@ -28,6 +28,9 @@ var (
 	manifestLimits = limits{bytes: 256 << 10, depth: 24, values: 12000}
 	schemaLimits   = limits{bytes: 64 << 10, depth: 16, values: 2048}
 	instanceLimits = limits{bytes: 256 << 10, depth: 32, values: 10000} // arguments and target bodies
+	// NetBox's OpenAPI document (SPEC §17), about 20 MB with a few plugins,
+	// is checked whole but never decoded whole: see members.
+	openapiLimits = limits{bytes: 64 << 20, depth: 64, values: 8 << 20}
 )
 
 // numberTokenLimit bounds the text of one number token so that exact
@@ -355,6 +358,26 @@ func decode(data []byte, lim limits) (value, error) {
 	sc := scanner{data: data, text: string(data), sizes: checked.sizes,
 		members: make([]member, checked.memberCount), elements: make([]value, checked.values-1-checked.memberCount)}
 	return sc.build(), nil
+}
+
+// members calls each with the key and the raw bytes of the value of each
+// member of data, a document already checked whole, when it is an object;
+// it builds no tree, so that a large document is decoded one part at a time.
+func members(data []byte, each func(key string, raw []byte)) {
+	sc := scanner{data: data, lim: limits{bytes: len(data), depth: math.MaxInt, values: math.MaxInt}}
+	if sc.peek() != '{' {
+		return
+	}
+	sc.open(anySchema, typeObject, "")
+	for n := 0; sc.more('}', n, -1); n++ {
+		key, _ := sc.str(true)
+		sc.peek()
+		sc.pos++ // the colon
+		sc.skip(false)
+		start := sc.pos
+		sc.validate(nil, "")
+		each(string(key), data[start:sc.pos])
+	}
 }
 
 // build reads a document that is already known to be valid, within the

@@ -223,6 +223,7 @@ type request struct {
 	anon   bool          // no Authorization at all (check --plugin's permission probe)
 	limit  int           // body size limit
 	budget *atomic.Int64 // aggregate discovery bytes left, nil for targets
+	held   *budget       // the process budget the body is charged to; nil: netboxBodies
 }
 
 // response is a response whose body was read within its limit. Its body
@@ -300,14 +301,15 @@ func (c *client) do(ctx context.Context, req request) (*response, error) {
 	if resp.ContentLength > int64(req.limit) {
 		return r, fail(fmt.Errorf("%w: Content-Length %d is more than %d bytes", errTooLarge, resp.ContentLength, req.limit))
 	}
-	body, held, err := readBounded(resp.Body, req.limit, netboxBodies, req.budget)
+	bodies := cmp.Or(req.held, netboxBodies)
+	body, held, err := readBounded(resp.Body, req.limit, bodies, req.budget)
 	if err != nil {
 		if !errors.Is(err, errTooLarge) && !errors.Is(err, errBudget) && !errors.Is(err, errBusy) {
 			err = fmt.Errorf("%w: %v", errNotReadable, c.describeNetError(ctx, err))
 		}
 		return r, fail(err)
 	}
-	r.body, r.release = body, sync.OnceFunc(func() { netboxBodies.give(held) })
+	r.body, r.release = body, sync.OnceFunc(func() { bodies.give(held) })
 	return r, nil
 }
 

@@ -1,5 +1,6 @@
 from django.db import transaction
 from django.urls import reverse
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
@@ -73,6 +74,22 @@ class GetWidgetView(APIView):
     def get_view_name(self):
         return "Get widget"
 
+    # What drf-spectacular cannot see in a plain APIView, declared for NetBox's
+    # OpenAPI schema, which the bridge's check --plugin compares the manifest with.
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("id", int, description="The widget's id."),
+            OpenApiParameter("name", str, description="The widget's exact name."),
+        ],
+        responses=inline_serializer("BridgeTestWidgetDetail", {
+            "id": serializers.IntegerField(),
+            "name": serializers.CharField(),
+            "serial": serializers.IntegerField(),
+            "observed": serializers.DateTimeField(allow_null=True),
+            "created": serializers.DateTimeField(allow_null=True),
+            "last_updated": serializers.DateTimeField(allow_null=True),
+        }),
+    )
     def get(self, request):
         params = request.query_params
         unknown = sorted(set(params) - {"id", "name"})
@@ -104,6 +121,10 @@ class DeleteWidgetView(APIView):
     def get_view_name(self):
         return "Delete widget"
 
+    @extend_schema(
+        request=inline_serializer("BridgeTestDeleteWidget", {"id": serializers.IntegerField(min_value=1)}),
+        responses={204: None},
+    )
     def delete(self, request):
         data = request.data
         if not isinstance(data, dict) or set(data) != {"id"}:
