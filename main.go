@@ -1559,26 +1559,27 @@ func readOpenAPI(data []byte) (*openapi, error) {
 		return nil, fmt.Errorf("the API schema is not one strict JSON document within %d MiB: %v", openapiLimits.bytes>>20, err)
 	}
 	o := &openapi{paths: map[string][]byte{}, schemas: map[string][]byte{}, decoded: map[string]value{}}
-	members(data, func(key string, raw []byte) {
-		switch key {
-		case "paths":
-			members(raw, func(path string, item []byte) {
-				if i := strings.Index(path, "/api/"); i >= 0 {
-					o.paths[path[i:]] = item
-				}
-			})
-		case "components":
-			members(raw, func(key string, raw []byte) {
-				if key == "schemas" {
-					members(raw, func(name string, s []byte) { o.schemas[name] = s })
-				}
-			})
+	members(memberBytes(data, "paths"), func(path string, item []byte) {
+		if i := strings.Index(path, "/api/"); i >= 0 {
+			o.paths[path[i:]] = item
 		}
 	})
+	members(memberBytes(memberBytes(data, "components"), "schemas"), func(name string, s []byte) { o.schemas[name] = s })
 	if len(o.paths) == 0 {
 		return nil, errors.New("the API schema has no paths under /api/: is it NetBox's OpenAPI document?")
 	}
 	return o, nil
+}
+
+// memberBytes is the raw value of the member key of a checked object, nil
+// when it has none.
+func memberBytes(data []byte, key string) (raw []byte) {
+	members(data, func(k string, v []byte) {
+		if k == key {
+			raw = v
+		}
+	})
+	return raw
 }
 
 // loadOpenAPI reads the OpenAPI document of --openapi FILE, or else
@@ -1622,6 +1623,14 @@ type converter struct {
 // document, or $refs that never end.
 const convertDepth = 32
 
+// combinators are the combining keywords drf-spectacular writes.
+var combinators = []string{"allOf", "oneOf", "anyOf"}
+
+// keptKeywords are the subset's keywords (SPEC §5) that OpenAPI 3.0 writes
+// the same way, kept as they are.
+var keptKeywords = []string{"type", "enum", "const", "required", "minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties",
+	"multipleOf", "exclusiveMinimum", "exclusiveMaximum", "title", "description", "default", "deprecated", "readOnly", "writeOnly"}
+
 func (c *converter) convert(v value, at string, depth int, refs []string) (value, error) {
 	switch {
 	case depth > convertDepth:
@@ -1647,60 +1656,37 @@ func (c *converter) convert(v value, at string, depth int, refs []string) (value
 	}
 	out := value{kind: kindObject, obj: []member{}}
 	var err error
-	for _, k := range [...]string{"allOf", "oneOf", "anyOf"} {
+	for _, k := range combinators {
 		if list, ok := v.get(k); ok && err == nil {
 			out, err = c.combine(k, list, at, depth, refs)
 		}
 	}
-	nullable := false
 	for _, m := range v.obj {
 		key, val := m.key, m.val
-		switch key {
-		case "nullable":
-			nullable = val.b
-			continue
-		case "allOf", "oneOf", "anyOf":
-			continue
-		case "properties":
+		switch {
+		case key == "properties":
 			props := value{kind: kindObject, obj: []member{}}
 			for _, p := range val.obj {
 				s, perr := c.convert(p.val, child(child(at, "properties"), p.key), depth+1, refs)
 				props.obj, err = append(props.obj, member{p.key, s}), cmp.Or(err, perr)
 			}
 			val = props
-		case "items", "additionalProperties", "propertyNames":
-			if val.kind == kindObject {
-				val, err = c.convert(val, child(at, key), depth+1, refs)
-			}
-		case "exclusiveMinimum", "exclusiveMaximum":
-			if val.kind == kindBool {
-				continue // OpenAPI 3.0's flag on its bound
-			}
-		case "minimum", "maximum":
+		case key == "items" || key == "additionalProperties" && val.kind == kindObject:
+			val, err = c.convert(val, child(at, key), depth+1, refs)
+		case key == "minimum" || key == "maximum": // OpenAPI 3.0 {minimum: 0, exclusiveMinimum: true}: Draft 2020-12 {exclusiveMinimum: 0}
 			if flag, _ := v.get("exclusiveM" + key[1:]); flag.b {
-				key = "exclusiveM" + key[1:] // OpenAPI 3.0 {minimum: 0, exclusiveMinimum: true}: Draft 2020-12 {exclusiveMinimum: 0}
+				key = "exclusiveM" + key[1:]
 			}
-		case "uniqueItems": // the subset's rule: items of exactly one scalar type
-			items, _ := v.get("items")
-			if t, _ := items.get("type"); t.kind != kindString || t.s == "object" || t.s == "array" || nullableOf(items) {
-				c.dropped = append(c.dropped, child(at, key))
-				continue
-			}
-		case "format":
-			if val.s != "date-time" {
-				c.dropped = append(c.dropped, child(at, key)+" "+quote(clip(val.s, 40)))
-				continue
-			}
-		case "type", "enum", "const", "required", "minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties",
-			"multipleOf", "title", "description", "default", "deprecated", "readOnly", "writeOnly":
+		case strings.HasPrefix(key, "exclusiveM") && val.kind == kindBool, key == "nullable", slices.Contains(combinators, key), strings.HasPrefix(key, "x-"):
+			continue // read above, or an extension that says nothing of the value
+		case key == "format" && val.s == "date-time", slices.Contains(keptKeywords, key):
 		default:
-			if !strings.HasPrefix(key, "x-") { // extensions say nothing of the value
-				c.dropped = append(c.dropped, child(at, key))
-			}
+			c.dropped = append(c.dropped, child(at, key))
 			continue
 		}
 		out = set(out, key, val)
 	}
+	nullable := nullableOf(v)
 	if t, ok := out.get("type"); nullable && ok {
 		if t.kind == kindString {
 			t = value{kind: kindArray, arr: []value{t}}
@@ -1991,36 +1977,33 @@ func runDraft(o *options, stdout io.Writer, env environment) int {
 		for _, path := range slices.Sorted(maps.Keys(doc.paths)) {
 			item, _ := decode(doc.paths[path], openapiLimits)
 			for _, m := range item.obj {
-				if rel, ok := strings.CutPrefix(path, prefix); ok && methodEffects[strings.ToUpper(m.key)] != nil {
-					if _, err := draftTool(doc, o.plugin, strings.ToUpper(m.key), rel, map[string]bool{}); err == nil {
-						fmt.Fprintf(stdout, "%s %s\n", strings.ToUpper(m.key), rel)
-					}
+				rel, ours := strings.CutPrefix(path, prefix)
+				if _, _, err := draftTool(doc, o.plugin, strings.ToUpper(m.key), rel, map[string]bool{}); ours && err == nil {
+					fmt.Fprintf(stdout, "%s %s\n", strings.ToUpper(m.key), rel)
 				}
 			}
 		}
 		return exitOK
 	}
-	var tools []value
+	var tools []string
 	taken := map[string]bool{}
 	for _, op := range o.operations {
 		method, rel, _ := strings.Cut(strings.TrimSpace(op), " ")
-		t, err := draftTool(doc, o.plugin, strings.ToUpper(method), strings.TrimPrefix(strings.TrimSpace(rel), prefix), taken)
-		for _, c := range t.comments {
+		tool, comments, err := draftTool(doc, o.plugin, strings.ToUpper(method), strings.TrimPrefix(strings.TrimSpace(rel), prefix), taken)
+		for _, c := range comments {
 			fmt.Fprintf(o.stderr, "netbox-plugin-bridge draft: %s: %s\n", op, c)
 		}
 		if err != nil {
 			fmt.Fprintf(o.stderr, "netbox-plugin-bridge draft: %s is not drafted: %v\n", op, err)
-			continue
+		} else {
+			tools = append(tools, tool)
 		}
-		tools = append(tools, t.descriptor)
 	}
-	if len(tools) == 0 {
-		return exitInvalid
-	}
-	manifest := encode(value{kind: kindObject, obj: []member{{"schema_version", stringValue("1")}, {"plugin", stringValue(o.plugin)},
-		{"tools", value{kind: kindArray, arr: tools}}}})
-	if _, ps := parseManifest(manifest); len(ps) > 0 {
+	manifest := fmt.Appendf(nil, `{"schema_version":"1","plugin":%q,"tools":[%s]}`, o.plugin, strings.Join(tools, ","))
+	if _, ps := parseManifest(manifest); len(ps) > 0 && len(tools) > 0 {
 		fmt.Fprintf(o.stderr, "netbox-plugin-bridge draft: the drafted manifest breaks a rule, %v: draft fewer operations at once\n", &ps[0])
+		return exitInvalid
+	} else if len(tools) == 0 {
 		return exitInvalid
 	}
 	var out bytes.Buffer
@@ -2029,8 +2012,8 @@ func runDraft(o *options, stdout io.Writer, env environment) int {
 	return exitFor(len(tools) < len(o.operations))
 }
 
-// openOpenAPI reads the OpenAPI document for draft and check: --openapi
-// FILE, or the configured NetBox's.
+// openOpenAPI reads the OpenAPI document for draft: --openapi FILE, or the
+// configured NetBox's.
 func openOpenAPI(o *options, env environment) (*openapi, func(), error) {
 	if o.openapi != "" {
 		doc, err := loadOpenAPI(context.Background(), nil, o.openapi)
@@ -2044,27 +2027,21 @@ func openOpenAPI(o *options, env environment) (*openapi, func(), error) {
 	return doc, stop, err
 }
 
-// drafted is one drafted tool descriptor and what its conversion dropped.
-type drafted struct {
-	descriptor value
-	comments   []string
-}
-
-// draftTool drafts the descriptor of one operation: effect and annotations
-// from the method, the name from the operationId, title and description
-// from its summary and description (else a TODO), the input from its JSON
-// body or query parameters, the output from its first 2xx answer, each
-// within SPEC §4 and §5's bounds.
-func draftTool(o *openapi, slug, method, rel string, taken map[string]bool) (drafted, error) {
-	var d drafted
+// draftTool drafts the descriptor of one operation, as JSON: effect and
+// annotations from the method, the name from the operationId, title and
+// description from its summary and description (else a TODO), the input
+// from its JSON body or query parameters, the output from its first 2xx
+// answer, each within SPEC §4 and §5's bounds; and comments on what it left
+// out.
+func draftTool(o *openapi, slug, method, rel string, taken map[string]bool) (tool string, comments []string, err error) {
 	op, found := o.operation("/api/plugins/"+slug+"/"+rel, method)
 	switch {
 	case strings.ContainsAny(rel, "{}"):
-		return d, errors.New("its path is templated: a bridge-v1 tool has a fixed path")
+		return "", nil, errors.New("its path is templated: a bridge-v1 tool has a fixed path")
 	case !found:
-		return d, fmt.Errorf("NetBox's API schema has no %s /api/plugins/%s/%s", method, slug, rel)
+		return "", nil, fmt.Errorf("NetBox's API schema has no %s /api/plugins/%s/%s", method, slug, rel)
 	case methodEffects[method] == nil || checkToolPath(rel) != nil:
-		return d, errors.New("bridge v1 has no such method or path")
+		return "", nil, errors.New("bridge v1 has no such method or path")
 	}
 	c := &converter{openapi: o}
 	in, err := c.request(op, method, "inputSchema")
@@ -2072,7 +2049,7 @@ func draftTool(o *openapi, slug, method, rel string, taken map[string]bool) (dra
 		err = errors.New("its request body is not a JSON object (NetBox's bulk operations take arrays)")
 	}
 	if err != nil {
-		return d, err
+		return "", nil, err
 	}
 	if in.kind == kindNull { // a write that declares no body
 		in = value{kind: kindObject, obj: []member{}}
@@ -2080,32 +2057,31 @@ func draftTool(o *openapi, slug, method, rel string, taken map[string]bool) (dra
 	in = set(set(in, "type", stringValue("object")), "additionalProperties", value{kind: kindBool})
 	props, _ := in.get("properties")
 	required, _ := in.get("required")
-	for left := 0; ; left++ { // a query's parameters: those it cannot carry go, then the lookups and the last while it is too large
+	lookup := func(m member) bool { return strings.Contains(m.key, "__") }
+	for n := len(props.obj); ; { // a query's parameters that the rules refuse go, then while too large the lookups, then the last
 		var ps problems
 		if ps.checkInputSchema(in, "inputSchema", method); len(ps) == 0 {
-			if left > 0 {
-				d.comments = append(d.comments, fmt.Sprintf("%d of its %d query parameters left out (lookups such as name__ic first), to fit bridge v1's schema bounds and query rule",
-					left, left+len(props.obj)))
+			if n > len(props.obj) {
+				comments = append(comments, fmt.Sprintf("%d of its %d query parameters left out (lookups such as name__ic first), to fit bridge v1's schema bounds and query rule",
+					n-len(props.obj), n))
 			}
 			break
 		}
-		name, cannot := strings.CutPrefix(ps[0].Location, "inputSchema.properties.")
-		gone := func(m member) bool { return cannot && m.key == name } // one the query rule refuses
-		if !slices.ContainsFunc(props.obj, gone) && slices.ContainsFunc(props.obj, func(m member) bool { return strings.Contains(m.key, "__") }) {
-			gone = func(m member) bool { return strings.Contains(m.key, "__") } // too large: every lookup at once
-		} else if !slices.ContainsFunc(props.obj, gone) && len(props.obj) > 0 {
-			last := props.obj[len(props.obj)-1].key
-			gone = func(m member) bool { return m.key == last }
+		refused := func(m member) bool {
+			return slices.ContainsFunc(ps, func(p problem) bool { return p.Location == child("inputSchema.properties", m.key) })
 		}
-		if method != http.MethodGet && method != http.MethodHead || !slices.ContainsFunc(props.obj, gone) {
-			return d, fmt.Errorf("its input breaks a bridge-v1 rule: %v", &ps[0])
+		switch {
+		case method != http.MethodGet && method != http.MethodHead || len(props.obj) == 0:
+			return "", nil, fmt.Errorf("its input breaks a bridge-v1 rule: %v", &ps[0])
+		case slices.ContainsFunc(props.obj, refused):
+			props.obj = slices.DeleteFunc(props.obj, refused)
+		case slices.ContainsFunc(props.obj, lookup):
+			props.obj = slices.DeleteFunc(props.obj, lookup)
+		default:
+			props.obj = props.obj[:len(props.obj)-1]
 		}
-		n := len(props.obj)
-		props.obj = slices.DeleteFunc(props.obj, gone)
-		required.arr = slices.DeleteFunc(required.arr, func(r value) bool {
-			return !slices.ContainsFunc(props.obj, func(m member) bool { return m.key == r.s })
-		})
-		in, left = set(set(in, "properties", props), "required", required), left+n-len(props.obj)-1
+		required.arr = slices.DeleteFunc(required.arr, func(r value) bool { _, kept := props.get(r.s); return !kept })
+		in = set(set(in, "properties", props), "required", required)
 	}
 	out, err := c.response(op, "outputSchema")
 	var ps problems
@@ -2113,11 +2089,10 @@ func draftTool(o *openapi, slug, method, rel string, taken map[string]bool) (dra
 		err = &ps[0]
 	}
 	if err != nil {
-		d.comments = append(d.comments, fmt.Sprintf("outputSchema left null: %v", err))
-		out = value{}
+		comments, out = append(comments, fmt.Sprintf("outputSchema left null: %v", err)), value{}
 	}
 	for _, at := range c.dropped {
-		d.comments = append(d.comments, at+" dropped: bridge v1's schema subset has no such keyword or format")
+		comments = append(comments, at+" dropped: bridge v1's schema subset has no such keyword or format")
 	}
 	id, _ := op.get("operationId")
 	name := strings.Map(func(r rune) rune {
@@ -2136,17 +2111,12 @@ func draftTool(o *openapi, slug, method, rel string, taken map[string]bool) (dra
 	taken[name] = true
 	summary, _ := op.get("summary")
 	description, _ := op.get("description")
-	title := cmp.Or(summary.s, fmt.Sprintf("TODO: a title for %s %s", method, rel))
 	effect := methodEffects[method][0]
-	d.descriptor = value{kind: kindObject, obj: []member{{"name", stringValue(name)},
-		{"title", stringValue(clipRunes(title, titleLimit))},
-		{"description", stringValue(clipRunes(cmp.Or(description.s, summary.s, "TODO: what it does, what it answers, and what the agent must know before it calls it."), descriptionLimit))},
-		{"method", stringValue(method)}, {"path", stringValue(rel)}, {"effect", stringValue(effect)}, {"inputSchema", in}, {"outputSchema", out},
-		{"annotations", value{kind: kindObject, obj: []member{{"readOnlyHint", value{kind: kindBool, b: effect == "read"}},
-			{"destructiveHint", value{kind: kindBool, b: effect == "destructive"}},
-			{"idempotentHint", value{kind: kindBool, b: method != http.MethodPost && method != http.MethodPatch}},
-			{"openWorldHint", value{kind: kindBool}}}}}}}
-	return d, nil
+	return fmt.Sprintf(`{"name":%q,"title":%s,"description":%s,"method":%q,"path":%q,"effect":%q,"inputSchema":%s,"outputSchema":%s,`+
+		`"annotations":{"readOnlyHint":%t,"destructiveHint":%t,"idempotentHint":%t,"openWorldHint":false}}`, name,
+		appendString(nil, clipRunes(cmp.Or(summary.s, "TODO: a title for "+method+" "+rel), titleLimit)),
+		appendString(nil, clipRunes(cmp.Or(description.s, summary.s, "TODO: what it does, what it answers, what to know before calling it."), descriptionLimit)),
+		method, rel, effect, encode(in), encode(out), effect == "read", effect == "destructive", method != http.MethodPost && method != http.MethodPatch), comments, nil
 }
 
 // clipRunes shortens s to at most n characters.
