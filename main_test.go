@@ -5646,6 +5646,15 @@ func TestOpenAPICrossCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A HEAD tool is compared with the GET operation, the only one NetBox lists.
+	head := strings.Replace(string(original), `"method": "GET",
+            "path": "widgets/"`, `"method": "HEAD",
+            "path": "widgets/"`, 1)
+	file := filepath.Join(t.TempDir(), "head.json")
+	os.WriteFile(file, []byte(head), 0o644)
+	if code, out, _ := runCLI(t, "check", file, "--openapi", openapiFixture); code != 0 || !strings.Contains(head, `"HEAD"`) {
+		t.Errorf("a HEAD tool against NetBox's GET: exit %d\n%s", code, out)
+	}
 	for _, c := range []struct {
 		drift, location, want string
 		edit                  func(tools map[string]map[string]any)
