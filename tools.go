@@ -37,17 +37,19 @@ const instructions = `Tools that NetBox plugins advertise (bridge v1). Call plug
 
 // The two tools' own input schemas, compiled by the project's validator.
 const (
+	// Every optional argument also takes null, meaning absent, for agents
+	// that make every property required (SPEC §9).
 	perCallProperties = `
-  "token": {"type": "string", "minLength": 1, "description": "Only a NetBox API token the user gave for this call; omit it to act with the configured identity."},
-  "header": {"type": "array", "maxItems": 100, "items": {"type": "string", "maxLength": 8192},
+  "token": {"type": ["string", "null"], "minLength": 1, "description": "Only a NetBox API token the user gave for this call; omit it to act with the configured identity."},
+  "header": {"type": ["array", "null"], "maxItems": 100, "items": {"type": "string", "maxLength": 8192},
     "description": "Extra HTTP headers for every request of this call, as \"Name: value\" or \"Name=value\"."}}`
 	listToolsSchema = `{"type": "object", "additionalProperties": false, "properties": {
-  "plugin": {"type": "string", "description": "A plugin slug, as in the catalog: that plugin's tools with their input schemas."},` + perCallProperties + `}`
+  "plugin": {"type": ["string", "null"], "description": "A plugin slug, as in the catalog: that plugin's tools with their input schemas."},` + perCallProperties + `}`
 	callToolSchema = `{"type": "object", "additionalProperties": false, "required": ["plugin", "tool"], "properties": {
   "plugin": {"type": "string", "description": "Plugin slug, as in plugin_list_tools."},
   "tool": {"type": "string", "description": "Tool name within the plugin (the part after the dot of qualified_name)."},
-  "arguments": {"type": "object", "description": "Arguments matching the tool's inputSchema.", "default": {}},
-  "dry_run": {"type": "boolean", "default": false, "description": "Validate and show the exact request without sending it; use it before a write."},` + perCallProperties + `}`
+  "arguments": {"type": ["object", "null"], "description": "Arguments matching the tool's inputSchema.", "default": {}},
+  "dry_run": {"type": ["boolean", "null"], "default": false, "description": "Validate and show the exact request without sending it; use it before a write."},` + perCallProperties + `}`
 )
 
 // requestLimits bound a tool's own arguments: one instance plus its envelope.
@@ -137,21 +139,22 @@ func parseArgs(raw json.RawMessage, s *schema) (*callArgs, error) {
 	}
 	a := &callArgs{arguments: value{kind: kindObject, obj: []member{}}}
 	for _, m := range build(raw).obj {
-		switch m.key {
-		case "plugin":
+		switch {
+		case m.val.kind == kindNull: // absent
+		case m.key == "plugin":
 			a.plugin = m.val.s
-		case "tool":
+		case m.key == "tool":
 			a.tool = m.val.s
-		case "arguments":
+		case m.key == "arguments":
 			a.arguments = m.val
-		case "dry_run":
+		case m.key == "dry_run":
 			a.dryRun = m.val.b
-		case "token":
+		case m.key == "token":
 			if a.opts.auth, err = authorization(m.val.s); err != nil {
 				return nil, fmt.Errorf("arguments.token: %v", err)
 			}
 			a.opts.authFrom = "per-call"
-		case "header":
+		case m.key == "header":
 			if a.opts.header, err = parseHeaders(m.val.arr); err != nil {
 				return nil, err
 			}

@@ -2333,3 +2333,41 @@ func BenchmarkConcurrentFullScans(b *testing.B) {
 		})
 	}
 }
+
+// TestNullMeansAbsent: SPEC §9, every optional argument of both tools also
+// accepts null, which means absent, and the published schemas say so, for
+// agents that make every property required (OpenAI's strict mode); the
+// required ones do not.
+func TestNullMeansAbsent(t *testing.T) {
+	t.Parallel()
+	f := newInvNetBox(t)
+	cs := connect(t, newBridge(f, false), protocolVersions[0], nil)
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	optional := map[string][]string{"plugin_list_tools": {"plugin", "token", "header"}, "plugin_call_tool": {"arguments", "dry_run", "token", "header"}}
+	for _, tl := range tools.Tools {
+		raw, _ := json.Marshal(tl.InputSchema)
+		var schema struct {
+			Required   []string
+			Properties map[string]struct{ Type any }
+		}
+		json.Unmarshal(raw, &schema)
+		for name, p := range schema.Properties {
+			types, _ := p.Type.([]any)
+			if nullable := slices.Contains(types, "null"); nullable != slices.Contains(optional[tl.Name], name) || nullable == slices.Contains(schema.Required, name) && nullable {
+				t.Errorf("%s.%s: type %v (required %v); want null allowed exactly when it is optional", tl.Name, name, p.Type, schema.Required)
+			}
+		}
+	}
+	all := call(t, cs, "plugin_list_tools", map[string]any{"plugin": nil, "token": nil, "header": nil})
+	if all.isError || all.doc["detail"] != "full" || len(all.doc["tools"].([]any)) != 4 {
+		t.Errorf("plugin_list_tools with every optional argument null: %s", clip(all.text, 300))
+	}
+	r := callInv(t, cs, "search", nil, "dry_run", nil, "token", nil, "header", nil)
+	if r.isError || r.doc["status"] != 200.0 {
+		t.Errorf("plugin_call_tool with every optional argument null: %s", clip(r.text, 300))
+	}
+	wantError(t, call(t, cs, "plugin_call_tool", map[string]any{"plugin": "inv", "tool": nil}), "invalid_request", false)
+}
