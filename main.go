@@ -1509,11 +1509,8 @@ func checkLiveTool(ctx context.Context, c *client, ct catalogTool, given map[str
 		return lt
 	}
 	p, _ := prepare(ct, build([]byte(args)), callOptions{}, schemaID)
-	anon := p.req
+	anon := p.req // without arguments, args is {}: no query
 	anon.anon = true
-	if !hasArgs {
-		anon.query = ""
-	}
 	if resp, err := c.do(ctx, anon); resp == nil {
 		ps.add(at+".anonymous", "%v", err)
 	} else if resp.release(); resp.status >= 200 && resp.status <= 299 {
