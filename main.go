@@ -1231,8 +1231,26 @@ type checkReport struct {
 	Tools    []liveTool `json:"tools,omitzero"`
 }
 
-// printJSON prints a check's --json document.
+// add adds what a check found in file, capped, to the report and, unless
+// the report is for --json, prints it: the problems, then the notes.
+func (r *checkReport) add(w io.Writer, o *options, file string, ps, notes problems) {
+	n, k := len(r.Problems), len(r.Notes)
+	for _, p := range ps.capped() {
+		r.Problems = append(r.Problems, finding{file, p})
+	}
+	for _, p := range notes.capped() {
+		r.Notes = append(r.Notes, finding{file, p})
+	}
+	if !o.json {
+		printFindings(w, o.format, "error", r.Problems[n:])
+		printFindings(w, o.format, "notice", r.Notes[k:])
+	}
+}
+
+// printJSON prints a check's --json document, valid when it has no
+// problem.
 func printJSON(w io.Writer, doc checkReport) {
+	doc.Valid = len(doc.Problems) == 0
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
@@ -1272,10 +1290,10 @@ func runCheck(o *options, files []string, stdin io.Reader, stdout io.Writer, env
 			return o.fail("--openapi %v", err)
 		}
 	}
-	all, notes := []finding{}, []finding(nil)
+	report := checkReport{Problems: []finding{}}
 	unreadable := false
 	for _, file := range files {
-		var found problems // the cross-check's notes
+		var notes problems // the cross-check's
 		var m *manifest
 		var ps problems
 		if data, err := readDocument(file, manifestLimits.bytes, stdin); err != nil { // reported among the others; the rest are checked
@@ -1294,51 +1312,41 @@ func runCheck(o *options, files []string, stdin io.Reader, stdout io.Writer, env
 				}
 				return o.fail("%s has no tool %s; its tools are %s", file, quote(o.tool), strings.Join(names, ", "))
 			}
-			for _, doc := range []struct {
+			for _, given := range []struct {
 				name, value string
 				schema      *schema
 			}{{"arguments", strings.Join(o.arguments, ""), t.input}, {"response", o.response, t.output}} {
-				if doc.value == "" {
+				if given.value == "" {
 					continue
 				}
-				data, err := documentArgument("--"+doc.name, doc.value, stdin)
+				data, err := documentArgument("--"+given.name, given.value, stdin)
 				if err != nil {
 					return o.fail("%v", err)
 				}
-				if err := doc.schema.validateBytes(data, instanceLimits, doc.name); err != nil {
+				if err := given.schema.validateBytes(data, instanceLimits, given.name); err != nil {
 					ps.addErr(err)
 				}
-				checked += fmt.Sprintf("; %s for %s", doc.name, o.tool)
+				checked += fmt.Sprintf("; %s for %s", given.name, o.tool)
 			}
 		}
 		if m != nil && doc != nil {
 			for _, t := range m.tools {
-				crossCheckTool(doc, m.plugin, t, &ps, &found)
+				crossCheckTool(doc, m.plugin, t, &ps, &notes)
 			}
 			checked += "; each tool against NetBox's API schema"
 		}
-		n, k := len(all), len(notes)
-		for _, p := range ps.capped() {
-			all = append(all, finding{file, p})
-		}
-		for _, p := range found.capped() {
-			notes = append(notes, finding{file, p})
-		}
-		if !o.json {
-			printFindings(stdout, o.format, "error", all[n:])
-			printFindings(stdout, o.format, "notice", notes[k:])
-		}
+		report.add(stdout, o, file, ps, notes)
 		if len(ps) == 0 && !o.json {
 			fmt.Fprintf(stdout, "%s: valid (%s)\n", file, checked)
 		}
 	}
 	if o.json {
-		printJSON(stdout, checkReport{Valid: len(all) == 0, Problems: all, Notes: notes})
+		printJSON(stdout, report)
 	}
 	if unreadable {
 		return exitUsage
 	}
-	return exitFor(len(all) > 0)
+	return exitFor(len(report.Problems) > 0)
 }
 
 // readDocument reads a document to check: a file, or standard input for -.
@@ -1447,22 +1455,17 @@ func runLiveCheck(o *options, stdin io.Reader, stdout io.Writer, env environment
 			}
 		}
 	}
-	found, noted := []finding{}, []finding(nil)
-	for _, p := range ps.capped() {
-		p.Line, p.Column = 0, 0 // a place in no file of the author's
-		found = append(found, finding{problem: p})
-	}
-	for _, p := range notes.capped() {
-		noted = append(noted, finding{problem: p})
-	}
-	if o.json {
-		for i := range found {
-			found[i].Tool = "" // SPEC §15: location and message
+	for i := range ps {
+		ps[i].Line, ps[i].Column = 0, 0 // a place in no file of the author's
+		if o.json {
+			ps[i].Tool = "" // SPEC §15: location and message
 		}
-		printJSON(stdout, checkReport{len(ps) == 0, found, noted, tools})
+	}
+	report := checkReport{Problems: []finding{}, Tools: tools}
+	report.add(stdout, o, "", ps, notes)
+	if o.json {
+		printJSON(stdout, report)
 	} else {
-		printFindings(stdout, o.format, "error", found)
-		printFindings(stdout, o.format, "notice", noted)
 		reads, writes := 0, 0
 		for _, t := range tools {
 			if t.Called {
