@@ -3346,7 +3346,8 @@ func TestHTTPCallEndsWithItsRequest(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the NetBox request went on after its caller went away")
 	}
-	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(log.String(), `"msg":"write"`) && time.Now().Before(deadline); {
+	// The dispatching record is written before the send; wait for the outcome's.
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(log.String(), `"decision":"dispatched"`) && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if !strings.Contains(log.String(), `"decision":"dispatched"`) || !strings.Contains(log.String(), `"outcome":"unknown"`) {
