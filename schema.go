@@ -1131,17 +1131,13 @@ func (k *keySet) has(i int, key []byte) bool {
 // whether it was there already.
 func (k *keySet) add(i int, key []byte) bool {
 	switch {
-	case 0 <= i && i < 64:
-		dup := k.props&(1<<i) != 0
-		k.props |= 1 << i
-		return dup
-	case slices.ContainsFunc(k.small[:k.n], func(o []byte) bool { return bytes.Equal(o, key) }):
+	case k.has(i, key):
 		return true
+	case 0 <= i && i < 64:
+		k.props |= 1 << i
 	case k.n < len(k.small):
 		k.small[k.n] = key
 		k.n++
-	case k.others[string(key)]:
-		return true
 	case k.others == nil:
 		k.others = map[string]bool{string(key): true}
 	default:
