@@ -343,9 +343,9 @@ func (sc *scanner) number() (tok []byte, plain bool, err error) {
 }
 
 // decode reads one strict JSON document into a value tree. Its strict pass
-// is checkStrict's, which also records each container's size, so building
-// the tree needs no checks and cuts the containers from two arrays of the
-// exact size. The tree's strings and number tokens share one copy of the
+// is scanDocument with no schema (checkStrict's pass), which here also
+// records each container's size, so building the tree needs no checks and
+// cuts the containers from two arrays of the exact size. The tree's strings and number tokens share one copy of the
 // document, so any part of it keeps all of it alive: what outlives the
 // document copies what it keeps (a tool its strings), or holds the whole
 // tree (a compiled schema, which a full scan lets go).
