@@ -121,12 +121,12 @@ var (
 // discoveryError assigns a discovery failure its SPEC §9 code.
 func discoveryError(slug string, err error) *bridgeError {
 	be := &bridgeError{Code: "discovery_failed", Message: err.Error(), Plugin: slug, cause: err}
-	var hs *httpStatusError
+	hs, _ := errors.AsType[*httpStatusError](err)
 	switch {
 	case errors.Is(err, errNotAdvertised):
 		be.Code = "not_advertised"
 		be.Message = fmt.Sprintf("plugin %s: %v", quote(slug), err)
-	case errors.As(err, &hs) && hs.status == http.StatusNotFound && hs.path == "/api/plugins/"+slug+"/":
+	case hs != nil && hs.status == http.StatusNotFound && hs.path == "/api/plugins/"+slug+"/":
 		be.Code = "plugin_not_found"
 		be.Message = fmt.Sprintf("NetBox has no API root for plugin %s (%v)", quote(slug), err)
 	}

@@ -280,8 +280,8 @@ var nextSteps = map[string]string{
 
 // toolError renders an error as an isError result.
 func toolError(err error, a *callArgs) *mcp.CallToolResult {
-	var be *bridgeError
-	if !errors.As(err, &be) {
+	be, ok := errors.AsType[*bridgeError](err)
+	if !ok {
 		be = &bridgeError{Code: "discovery_failed", Message: err.Error()}
 	}
 	if a != nil {

@@ -361,12 +361,12 @@ func (c *client) describeNetError(ctx context.Context, err error) error {
 	if ue, ok := errors.AsType[*url.Error](err); ok {
 		err = ue.Err
 	}
-	var authority x509.UnknownAuthorityError
-	var record tls.RecordHeaderError
+	_, authority := errors.AsType[x509.UnknownAuthorityError](err)
+	_, record := errors.AsType[tls.RecordHeaderError](err)
 	switch {
-	case errors.As(err, &authority):
+	case authority:
 		return fmt.Errorf("%w; if NetBox's certificate comes from a private CA, set SSL_CERT_FILE to that CA's certificate (NETBOX_SSL_VERIFY=0 only as a last resort)", err)
-	case c.assumedHTTPS && (errors.As(err, &record) || strings.Contains(err.Error(), "HTTP response to HTTPS client")):
+	case c.assumedHTTPS && (record || strings.Contains(err.Error(), "HTTP response to HTTPS client")):
 		return fmt.Errorf("%w; NETBOX_URL has no scheme, so https:// was assumed: if NetBox speaks plain HTTP, set NETBOX_URL=http://…", err)
 	case strings.HasPrefix(c.base, "http://") && !c.answered.Load() && (errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "malformed HTTP")):
 		return fmt.Errorf("%w; NetBox may speak TLS there: try NETBOX_URL=https://…", err)
