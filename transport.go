@@ -157,11 +157,9 @@ func authorization(token string) (string, error) {
 
 // Transport errors that callers tell apart.
 var (
-	errTooLarge    = errors.New("body exceeds its size limit")
-	errBudget      = errors.New("discovery bodies exceed the scan's aggregate limit")
-	errRedirect    = errors.New("redirects are never followed")
-	errNotReadable = errors.New("body could not be read")
-	errBusy        = errors.New("the bridge holds as many bodies in memory as it may at once; retry in a moment")
+	errTooLarge = errors.New("body exceeds its size limit")
+	errBudget   = errors.New("discovery bodies exceed the scan's aggregate limit")
+	errBusy     = errors.New("the bridge holds as many bodies in memory as it may at once; retry in a moment")
 )
 
 // requestsInFlight is how many requests one scan keeps in flight at most.
@@ -227,7 +225,8 @@ type request struct {
 }
 
 // response is a response whose body was read within its limit. Its body
-// holds a share of the process's bodyGate until release is called.
+// holds a share of the process's budget (netboxBodies, unless the request
+// named its own) until release is called.
 type response struct {
 	status  int
 	header  http.Header
@@ -293,7 +292,7 @@ func (c *client) do(ctx context.Context, req request) (*response, error) {
 	r := &response{status: resp.StatusCode, header: resp.Header, release: func() {}}
 	fail := func(err error) error { return &transportError{err: err, sent: true, resp: r} }
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		return r, fail(fmt.Errorf("%w: HTTP %d to %s", errRedirect, resp.StatusCode, quote(clip(resp.Header.Get("Location"), 120))))
+		return r, fail(fmt.Errorf("redirects are never followed: HTTP %d to %s", resp.StatusCode, quote(clip(resp.Header.Get("Location"), 120))))
 	}
 	if req.method == http.MethodHead {
 		return r, nil
@@ -305,7 +304,7 @@ func (c *client) do(ctx context.Context, req request) (*response, error) {
 	body, held, err := readBounded(resp.Body, req.limit, bodies, req.budget)
 	if err != nil {
 		if !errors.Is(err, errTooLarge) && !errors.Is(err, errBudget) && !errors.Is(err, errBusy) {
-			err = fmt.Errorf("%w: %v", errNotReadable, c.describeNetError(ctx, err))
+			err = fmt.Errorf("body could not be read: %v", c.describeNetError(ctx, err))
 		}
 		return r, fail(err)
 	}
