@@ -93,6 +93,7 @@ Flags of serve:
   --auth-token-file FILE    the bearer token callers present when a NetBox token is configured;
                             else each caller sends their own: Bearer nbt_KEY.SECRET or Token V1
   --trusted-proxies CIDRS   proxies whose X-Forwarded-For names the caller
+  --allowed-hosts NAMES     Host names a reverse proxy on this host forwards (DNS rebinding)
   --no-call-token           refuse the per-call token argument
   --log-format text|json    --log-level debug|info|warn|error   (stderr only)
   --audit-file FILE         also append each write decision to FILE as a JSON line (0600)
@@ -102,6 +103,7 @@ NETBOX_MCP_ALLOW_MUTATIONS, ...), --branch from NETBOX_BRANCH.
 Configuration: flags, then the environment, then the netbox-sdk profile.
   NETBOX_URL            https://netbox.example.com[/prefix]
   NETBOX_TOKEN          nbt_KEY.SECRET (v2, sent as Bearer) or a v1 token (sent as Token), or
+                        NETBOX_TOKEN_FILE (a chmod 600 file of one line), or
                         NETBOX_TOKEN_KEY and NETBOX_TOKEN_SECRET (NETBOX_TOKEN_VERSION=v1)
   NETBOX_TIMEOUT, NETBOX_PROFILE, NETBOX_SSL_VERIFY=0 (a last resort: set SSL_CERT_FILE)
 Tokens are never flags. Exit: 0 clean, 1 problems, 2 usage, configuration or NetBox unreachable.
@@ -204,6 +206,7 @@ func (o *options) fail(format string, a ...any) int {
 type options struct {
 	profile, plugin, confirm, logFormat, logLevel, format string
 	http, tlsCert, tlsKey, authFile, trustedProxies       string
+	allowedHosts                                          string
 	auditFile, branch, tool, response, openapi            string
 	allowMutations                                        string // all, or a LIST; a bare --allow-mutations is "true"
 	timeout                                               time.Duration
@@ -222,7 +225,7 @@ var flagVariables = map[string]string{
 	"branch-only": "NETBOX_MCP_BRANCH_ONLY", "http": "NETBOX_MCP_HTTP", "tls-cert": "NETBOX_MCP_TLS_CERT",
 	"tls-key": "NETBOX_MCP_TLS_KEY", "auth-token-file": "NETBOX_MCP_AUTH_TOKEN_FILE", "trusted-proxies": "NETBOX_MCP_TRUSTED_PROXIES",
 	"log-format": "NETBOX_MCP_LOG_FORMAT", "log-level": "NETBOX_MCP_LOG_LEVEL", "audit-file": "NETBOX_MCP_AUDIT_FILE",
-	"no-call-token": "NETBOX_MCP_NO_CALL_TOKEN",
+	"no-call-token": "NETBOX_MCP_NO_CALL_TOKEN", "demo": "NETBOX_MCP_DEMO", "allowed-hosts": "NETBOX_MCP_ALLOWED_HOSTS",
 }
 
 // newFlags registers the flags of one command.
@@ -230,7 +233,7 @@ func (o *options) newFlags(cmd string) *flag.FlagSet {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	if cmd == "serve" || cmd == "scan" || cmd == "check" || cmd == "draft" {
 		fs.StringVar(&o.profile, "profile", "", "")
-		fs.BoolVar(&o.demo, "demo", false, "")
+		switchFlag(fs, "demo", &o.demo)
 		fs.Func("timeout", "", func(s string) (err error) {
 			o.timeout, err = parseTimeout(s)
 			return err
@@ -253,6 +256,7 @@ func (o *options) newFlags(cmd string) *flag.FlagSet {
 		switchFlag(fs, "no-call-token", &o.noCallToken)
 		fs.StringVar(&o.authFile, "auth-token-file", "", "")
 		fs.StringVar(&o.trustedProxies, "trusted-proxies", "", "")
+		fs.StringVar(&o.allowedHosts, "allowed-hosts", "", "")
 		fallthrough
 	case "healthcheck":
 		fs.StringVar(&o.http, "http", "", "")
@@ -408,6 +412,7 @@ func parseTimeout(s string) (time.Duration, error) {
 // profile file.
 type environment struct {
 	getenv   func(string) string
+	environ  func() []string // every NAME=value set
 	readFile func(string) ([]byte, error) // readFile of a private file, or a test's
 	home     string
 }
@@ -415,7 +420,7 @@ type environment struct {
 func osEnvironment() environment {
 	home, _ := os.UserHomeDir()
 	// Each file it reads holds a secret (SPEC §2, §14).
-	return environment{getenv: os.Getenv, home: home, readFile: func(path string) ([]byte, error) { return readFile(path, secretFileLimit, true) }}
+	return environment{getenv: os.Getenv, environ: os.Environ, home: home, readFile: func(path string) ([]byte, error) { return readFile(path, secretFileLimit, true) }}
 }
 
 // secretFileLimit bounds a file that holds a secret.
@@ -458,6 +463,23 @@ func readFile(path string, limit int, private bool) ([]byte, error) {
 	return data, err
 }
 
+// secretLine reads a private file that holds one secret on one line (a
+// token file): one trailing newline is dropped; an empty file, or one of
+// several lines, is an error that names the file and the fix.
+func secretLine(env environment, path string) (string, error) {
+	data, err := env.readFile(path)
+	line := strings.TrimSuffix(string(data), "\n")
+	switch {
+	case err != nil:
+		return "", err
+	case line == "":
+		return "", fmt.Errorf("%s is empty; put the token in it, alone on one line", path)
+	case strings.Contains(line, "\n"):
+		return "", fmt.Errorf("%s holds several lines; put the token alone on one line", path)
+	}
+	return line, nil
+}
+
 // fileOwner is the owner of a file on Unix, or -1.
 func fileOwner(info fs.FileInfo) int {
 	if uid := reflect.ValueOf(info.Sys()).Elem().FieldByName("Uid"); uid.IsValid() {
@@ -486,8 +508,14 @@ func loadConfig(o *options, env environment) (*config, error) {
 	rawURL, urlFrom := pick("NETBOX_URL", "base_url", p.url)
 	timeout, timeoutFrom := pick("NETBOX_TIMEOUT", "timeout", p.timeout)
 	sslVerify, sslFrom := pick("NETBOX_SSL_VERIFY", "ssl_verify", p.sslVerify)
-	// The token is whole, or in netbox-sdk's split form, or the profile's.
+	// The token is whole, in a file, or in netbox-sdk's split form, or the profile's.
 	token, tokenFrom := env.getenv("NETBOX_TOKEN"), "NETBOX_TOKEN"
+	if file := env.getenv("NETBOX_TOKEN_FILE"); token == "" && file != "" {
+		if token, err = secretLine(env, file); err != nil {
+			return nil, fmt.Errorf("NETBOX_TOKEN_FILE: %v", err)
+		}
+		tokenFrom = "NETBOX_TOKEN_FILE"
+	}
 	if token == "" {
 		tokenFrom = "NETBOX_TOKEN_KEY and NETBOX_TOKEN_SECRET"
 		if strings.EqualFold(env.getenv("NETBOX_TOKEN_VERSION"), "v1") {
@@ -638,9 +666,16 @@ func parseProfile(data []byte, path, name string, named bool) (profile, error) {
 // configures it; stop shuts the demo down. warnings are the settings an
 // operator should know are weak, once, for every command.
 func startConfig(o *options, env environment) (cfg *config, stop func(), warnings []string, err error) {
+	known := append(slices.Collect(maps.Values(flagVariables)), "NETBOX_MCP_AUTH_TOKEN")
+	for _, kv := range env.environ() { // a newer deployment may set a newer variable: a warning, never an error
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "NETBOX_MCP_") && !slices.Contains(known, name) {
+			closest := slices.MinFunc(known, func(a, b string) int { return cmp.Compare(editDistance(name, a), editDistance(name, b)) })
+			warnings = append(warnings, fmt.Sprintf("%s is not a setting of this version and is ignored; the closest one is %s", name, closest))
+		}
+	}
 	if !o.demo {
 		if cfg, err = loadConfig(o, env); err != nil {
-			return nil, func() {}, nil, err
+			return nil, func() {}, warnings, err
 		}
 		if cfg.insecure {
 			warnings = append(warnings, fmt.Sprintf("TLS certificate verification is off (%s)", cfg.insecureFrom))
@@ -652,14 +687,14 @@ func startConfig(o *options, env environment) (cfg *config, stop func(), warning
 	}
 	base, stop, err := startDemo()
 	if err != nil {
-		return nil, func() {}, nil, fmt.Errorf("cannot start the demo NetBox: %v", err)
+		return nil, func() {}, warnings, fmt.Errorf("cannot start the demo NetBox: %v", err)
 	}
 	cfg = &config{auth: "Token " + demoToken, authFrom: "the demo", timeout: cmp.Or(o.timeout, defaultTimeout), branch: o.branch}
 	if o.http != "" {
 		cfg.auth = "" // over HTTP each caller brings the demo's token: Authorization: Token demoToken
 	}
 	cfg.base, cfg.origin, cfg.prefix, _ = normalizeURL(base)
-	return cfg, stop, nil, nil
+	return cfg, stop, warnings, nil
 }
 
 // ---- serve ----
@@ -676,8 +711,8 @@ func runServe(o *options, stdin io.Reader, stdout io.Writer, env environment) in
 		return o.fail("%s %s is not debug, info, warn or error", o.setting("log-level"), quote(clip(o.logLevel, 40)))
 	case (o.tlsCert == "") != (o.tlsKey == ""):
 		return o.fail("--tls-cert and --tls-key go together: give both, or neither")
-	case o.http == "" && (o.tlsCert != "" || o.authFile != "" || o.trustedProxies != ""):
-		return o.fail("--tls-cert, --tls-key, --auth-token-file and --trusted-proxies go with --http")
+	case o.http == "" && (o.tlsCert != "" || o.authFile != "" || o.trustedProxies != "" || o.allowedHosts != ""):
+		return o.fail("--tls-cert, --tls-key, --auth-token-file, --trusted-proxies and --allowed-hosts go with --http")
 	case o.http != "" && strings.Trim(o.http, "0123456789") == "":
 		return o.fail("%s %s: give an address with a port, such as :%[2]s or 127.0.0.1:%[2]s", o.setting("http"), o.http)
 	}
@@ -800,7 +835,7 @@ var requestBodies = newBudget(8 << 20)
 // then drains. A configured NetBox token makes the identity shared: callers
 // then present the MCP bearer token instead of their own NetBox token.
 func serveHTTP(ctx context.Context, o *options, env environment, server *mcp.Server, b *bridge, logger *slog.Logger) int {
-	f := newFront(server, logger)
+	f := newFront(server, logger, strings.FieldsFunc(o.allowedHosts, func(r rune) bool { return r == ',' || r == ' ' })...)
 	if b.cfgErr != nil {
 		f.notReady = "not ready: " + b.cfgErr.Error()
 	}
@@ -816,11 +851,10 @@ func serveHTTP(ctx context.Context, o *options, env environment, server *mcp.Ser
 		identity = "the configured NetBox token, for callers with the MCP bearer token"
 		f.bearer = env.getenv("NETBOX_MCP_AUTH_TOKEN")
 		if o.authFile != "" {
-			data, err := env.readFile(o.authFile)
-			if err != nil {
+			var err error
+			if f.bearer, err = secretLine(env, o.authFile); err != nil {
 				return o.fail("%s: %v", o.setting("auth-token-file"), err)
 			}
-			f.bearer = strings.TrimSuffix(string(data), "\n")
 		}
 		if f.bearer == "" || hasControl(f.bearer) {
 			return o.fail("a NetBox token is configured, so every HTTP caller would act with it: set NETBOX_MCP_AUTH_TOKEN (or --auth-token-file) to the token callers must present, or leave the NetBox token out so that each caller brings their own")
@@ -909,15 +943,19 @@ type front struct {
 	cop      *http.CrossOriginProtection
 	bearer   string         // the MCP bearer token; "" when each caller brings their own NetBox token
 	trusted  []netip.Prefix // proxies whose X-Forwarded-For names the client
+	allowed  []string       // the Host names a proxy on this host may forward (--allowed-hosts)
 	notReady string         // why this replica cannot serve, "" when it can
 	slots    chan struct{}  // authenticated requests in flight
 	logger   *slog.Logger
 }
 
-func newFront(server *mcp.Server, logger *slog.Logger) *front {
-	return &front{logger: logger, slots: make(chan struct{}, callsInFlight), cop: http.NewCrossOriginProtection(),
+// newFront makes the front of server. The SDK's own DNS-rebinding check
+// refuses every Host that is not localhost on a loopback address; with
+// allowed hosts, the front's check, which allows them, is the one.
+func newFront(server *mcp.Server, logger *slog.Logger, allowed ...string) *front {
+	return &front{logger: logger, slots: make(chan struct{}, callsInFlight), cop: http.NewCrossOriginProtection(), allowed: allowed,
 		mcp: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
-			&mcp.StreamableHTTPOptions{Stateless: true, MaxRequestBodyBytes: httpBodyLimit})}
+			&mcp.StreamableHTTPOptions{Stateless: true, MaxRequestBodyBytes: httpBodyLimit, DisableLocalhostProtection: len(allowed) > 0})}
 }
 
 func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -957,9 +995,13 @@ func (f *front) serveMCP(w *statusRecorder, r *http.Request, caller httpCaller) 
 			quote(clip(r.Header.Get("Origin"), 100)), quote(clip(r.Header.Get("Sec-Fetch-Site"), 40)), err))
 		return
 	}
-	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && loopback(local.String()) && !loopback(r.Host) {
+	name := r.Host // without its port
+	if host, _, err := net.SplitHostPort(r.Host); err == nil {
+		name = host
+	}
+	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && loopback(local.String()) && !loopback(r.Host) && !slices.Contains(f.allowed, name) {
 		w.refuse(http.StatusForbidden, fmt.Sprintf("Host %s refused on a loopback address (DNS rebinding protection); "+
-			"behind a proxy on this host, listen on a non-loopback address", quote(clip(r.Host, 100))))
+			"behind a proxy on this host that keeps the client's Host, name it in --allowed-hosts (NETBOX_MCP_ALLOWED_HOSTS)", quote(clip(r.Host, 100))))
 		return
 	}
 	var why string

@@ -52,7 +52,11 @@ const (
 
 // testEnv is an environment of the given variables over real files in home.
 func testEnv(home string, vars map[string]string) environment {
-	return environment{getenv: func(k string) string { return vars[k] }, readFile: osEnvironment().readFile, home: home}
+	var environ []string
+	for k, v := range vars {
+		environ = append(environ, k+"="+v)
+	}
+	return environment{getenv: func(k string) string { return vars[k] }, environ: func() []string { return environ }, readFile: osEnvironment().readFile, home: home}
 }
 
 // writeProfile writes a profile file with exactly mode.
@@ -3010,7 +3014,8 @@ func TestHTTPServeStartup(t *testing.T) {
 		want string
 	}{
 		{shared, nil, "set NETBOX_MCP_AUTH_TOKEN"},
-		{shared, []string{"--auth-token-file", file("empty", "\n", 0o600)}, "set NETBOX_MCP_AUTH_TOKEN"},
+		{shared, []string{"--auth-token-file", file("empty", "\n", 0o600)}, "empty; put the token in it, alone on one line"},
+		{shared, []string{"--auth-token-file", file("lines", "one\ntwo\n", 0o600)}, "holds several lines; put the token alone on one line"},
 		{shared, []string{"--auth-token-file", file("open", "tok\n", 0o644)}, "may be read or written by other users"},
 		{shared, []string{"--auth-token-file", filepath.Join(dir, "missing")}, "--auth-token-file"},
 		{nil, []string{"--tls-cert", file("cert", "x", 0o600)}, "--tls-cert and --tls-key go together"},
