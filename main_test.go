@@ -5797,3 +5797,74 @@ func TestOpenAPIBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestOperatorSettings: issue 30, SPEC §2 and §14. NETBOX_TOKEN_FILE is a
+// private file of one line (NETBOX_TOKEN wins over it); NETBOX_MCP_DEMO=1
+// is --demo; a NETBOX_MCP_* variable this version does not know is a
+// warning naming the closest known one, never an error; --allowed-hosts
+// lets a reverse proxy on this host keep the client's Host, and any other
+// Host is still refused, naming the setting that would allow it.
+func TestOperatorSettings(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	token := func(name, content string, mode os.FileMode) string {
+		path := filepath.Join(dir, name)
+		writeProfile(t, path, content, mode)
+		return path
+	}
+	cfg, err := loadConfig(&options{}, testEnv(dir, map[string]string{"NETBOX_URL": "https://nb.example", "NETBOX_TOKEN_FILE": token("ok", "nbt_key1.s3cret\n", 0o600)}))
+	if err != nil || cfg.auth != "Bearer nbt_key1.s3cret" || cfg.authFrom != "NETBOX_TOKEN_FILE" {
+		t.Errorf("NETBOX_TOKEN_FILE: %v %+v", err, cfg)
+	}
+	cfg, _ = loadConfig(&options{}, testEnv(dir, map[string]string{"NETBOX_URL": "https://nb.example", "NETBOX_TOKEN_FILE": token("other", "nbt_key1.s3cret\n", 0o600),
+		"NETBOX_TOKEN": "nbt_key2.s3cret"}))
+	if cfg == nil || cfg.auth != "Bearer nbt_key2.s3cret" {
+		t.Errorf("NETBOX_TOKEN beside NETBOX_TOKEN_FILE: %+v, want NETBOX_TOKEN's", cfg)
+	}
+	for _, c := range []struct{ name, content, want string }{
+		{"loose", "nbt_key1.s3cret\n", filepath.Join(dir, "loose") + " may be read or written by other users (mode 0644); run: chmod 600 " + filepath.Join(dir, "loose")},
+		{"lines", "nbt_key1.s3cret\nnbt_key2.s3cret\n", filepath.Join(dir, "lines") + " holds several lines; put the token alone on one line"},
+		{"empty", "", filepath.Join(dir, "empty") + " is empty"},
+	} {
+		mode := os.FileMode(0o600)
+		if c.name == "loose" {
+			mode = 0o644
+		}
+		loadFails(t, &options{}, testEnv(dir, map[string]string{"NETBOX_URL": "https://nb.example", "NETBOX_TOKEN_FILE": token(c.name, c.content, mode)}), "NETBOX_TOKEN_FILE: "+c.want)
+	}
+	// NETBOX_MCP_DEMO=1, and a misspelt variable beside it.
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"scan"}, strings.NewReader(""), &stdout, &stderr, testEnv(dir, map[string]string{"NETBOX_MCP_DEMO": "1", "NETBOX_MCP_ALLOW_MUTATION": "1"}))
+	if code != 1 || !strings.Contains(stdout.String(), "example.run_report") {
+		t.Errorf("NETBOX_MCP_DEMO=1 scan: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	if want := "NETBOX_MCP_ALLOW_MUTATION is not a setting of this version and is ignored; the closest one is NETBOX_MCP_ALLOW_MUTATIONS"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("a misspelt NETBOX_MCP_ variable: stderr %q, want %q", stderr.String(), want)
+	}
+	// A proxy on this host that keeps the client's Host.
+	f := newInvNetBox(t)
+	var log syncBuffer
+	b := newBridge(f, false)
+	srv := httptest.NewServer(newFront(newMCPServer(b, slog.New(slog.DiscardHandler)), slog.New(slog.NewJSONHandler(&log, nil)), "mcp.example.com"))
+	t.Cleanup(srv.Close)
+	for host, want := range map[string]int{"mcp.example.com": http.StatusOK, "mcp.example.com:443": http.StatusOK, "evil.example": http.StatusForbidden} {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Host = host
+		req.Header.Set("Authorization", "Bearer nbt_k1.s1")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want || want == http.StatusForbidden && !strings.Contains(string(body), "--allowed-hosts") {
+			t.Errorf("Host %s with --allowed-hosts mcp.example.com: %d %q, want %d", host, resp.StatusCode, body, want)
+		}
+	}
+	srv.Close()
+	if !strings.Contains(log.String(), `Host \"evil.example\" refused`) || !strings.Contains(log.String(), "--allowed-hosts") {
+		t.Errorf("the access log does not name the refused Host and the setting:\n%s", log.String())
+	}
+}
