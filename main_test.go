@@ -1418,6 +1418,65 @@ func TestE2EGoClientConfirmation(t *testing.T) {
 	}
 }
 
+// TestE2EPythonClients: the official Python MCP SDK (e2e/python/mcp_client.py)
+// over stdio and over stateless streamable HTTP, each at 2026-07-28 (the
+// SDK's default, server/discover) and 2025-11-25 (the initialize handshake):
+// the catalog, a read, a refused write, dry runs, an allowed write, progress,
+// a call cancelled while the bridge waits on a NetBox that stalls it, and the
+// session after it. Then the OpenAI Agents SDK (e2e/python/strict_agents.py)
+// converts the two tools with and without strict schemas and calls them
+// with every optional argument null. The packages are those of
+// e2e/python/requirements.txt, in e2e/.venv (.ci/run makes it).
+func TestE2EPythonClients(t *testing.T) {
+	if os.Getenv("BRIDGE_E2E") != "1" {
+		t.Skip("end-to-end Python clients skipped: run with BRIDGE_E2E=1 (needs python3 -m venv e2e/.venv && e2e/.venv/bin/pip install -r e2e/python/requirements.txt) to include them")
+	}
+	python, _ := filepath.Abs(filepath.Join("e2e", ".venv", "bin", "python"))
+	if _, err := os.Stat(python); err != nil {
+		t.Fatalf("BRIDGE_E2E=1 needs the Python clients in e2e/.venv: run python3 -m venv e2e/.venv && e2e/.venv/bin/pip install -r e2e/python/requirements.txt (.ci/run does): %v", err)
+	}
+	bin := releaseBinary(t)
+	scripts, _ := filepath.Abs(filepath.Join("e2e", "python"))
+	client, agents := filepath.Join(scripts, "mcp_client.py"), filepath.Join(scripts, "strict_agents.py")
+	tally := regexp.MustCompile(`(?m)^python .*: (\d+) passed, (\d+) failed$`)
+	for _, run := range []struct {
+		args      []string
+		protocol  string // the negotiated protocol its tally names; "" for the agents
+		minPassed int    // fewer means checks went missing
+	}{
+		{[]string{client, bin, "stdio"}, "2026-07-28", 16},
+		{[]string{client, bin, "stdio", "--protocol", "legacy"}, "2025-11-25", 16},
+		{[]string{client, bin, "http", freeAddr(t), freeAddr(t), freeAddr(t)}, "2026-07-28", 16},
+		{[]string{client, bin, "http", "--protocol", "legacy", freeAddr(t), freeAddr(t), freeAddr(t)}, "2025-11-25", 16},
+		{[]string{agents, bin}, "", 13},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		cmd := exec.CommandContext(ctx, python, run.args...)
+		var stderr syncBuffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		cancel()
+		name := filepath.Base(run.args[0]) + " " + strings.Join(run.args[2:], " ")
+		m := tally.FindSubmatch(out)
+		if err != nil || m == nil {
+			t.Errorf("python %s: %v\n%s\n%s", name, err, out, stderr.String())
+			continue
+		}
+		passed, _ := strconv.Atoi(string(m[1]))
+		if string(m[2]) != "0" || passed < run.minPassed || !bytes.Contains(m[0], []byte("(protocol "+run.protocol+")")) && run.protocol != "" {
+			t.Errorf("python %s: want at least %d checks passed, none failed, protocol %s; got %q\n%s\n%s",
+				name, run.minPassed, run.protocol, m[0], out, stderr.String())
+			continue
+		}
+		for line := range strings.SplitSeq(string(out), "\n") {
+			if strings.HasPrefix(line, "info ") { // what the script measured
+				t.Logf("e2e: python: %s", line)
+			}
+		}
+		t.Logf("e2e: python: %s", m[0])
+	}
+}
+
 // TestE2EHAProxy: SPEC §14's shared deployment with real parts. Two
 // `serve --http --demo` replicas of the release binary behind HAProxy
 // (round-robin, /healthz checks, connection failures retried on the other
