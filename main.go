@@ -412,7 +412,7 @@ func parseTimeout(s string) (time.Duration, error) {
 // profile file.
 type environment struct {
 	getenv   func(string) string
-	environ  func() []string // every NAME=value set
+	environ  func() []string              // every NAME=value set
 	readFile func(string) ([]byte, error) // readFile of a private file, or a test's
 	home     string
 }
