@@ -728,7 +728,7 @@ func (b *bridge) refusal(ct catalogTool) (code, message string) {
 	name := ct.qualifiedName()
 	switch {
 	case b.branchOnly && b.client.branch == "":
-		return "branch_required", fmt.Sprintf("%s is a %s tool, and the operator allows writes only into a NetBox branch (--branch-only), but no branch is configured: a human must set --branch (NETBOX_BRANCH)",
+		return "branch_required", fmt.Sprintf("%s is a %s tool, and the operator allows writes only into a NetBox branch (--branch-only), but no branch is configured: a human must set --branch NAME (NETBOX_BRANCH) to a branch of NetBox that is ready",
 			name, ct.tool.effect)
 	case b.policy.allows(ct):
 		return "", ""
@@ -736,7 +736,7 @@ func (b *bridge) refusal(ct catalogTool) (code, message string) {
 		return "mutations_disabled", fmt.Sprintf("%s is a %s tool and mutations are disabled: a human must start the server with --allow-mutations=%s (or NETBOX_MCP_ALLOW_MUTATIONS=%[3]s) to allow it; dry_run: true previews it",
 			name, ct.tool.effect, name)
 	}
-	return "mutations_disabled", fmt.Sprintf("%s is a %s tool that is not on the allow-list %s (%s): a human must add %[1]s or %s.* to allow it; dry_run: true previews it",
+	return "mutations_disabled", fmt.Sprintf("%[1]s is a %[2]s tool that is not on the allow-list %[3]s (%[4]s): a human must add %[1]s or %[5]s.* to it to allow it; dry_run: true previews it",
 		name, ct.tool.effect, strings.Join(b.policy.entries, ","), b.policy.setting, ct.plugin)
 }
 
@@ -935,9 +935,9 @@ func (b *bridge) confirmWrite(ctx context.Context, req *mcp.CallToolRequest, p p
 	var why string
 	switch {
 	case !canAsk && stateless:
-		why = "--confirm " + b.confirm + " needs a human's confirmation, and the server cannot ask a human over stateless HTTP"
+		why = "--confirm " + b.confirm + " needs a human's confirmation, and the server cannot ask a human over stateless HTTP; a human may start it with --confirm auto (or off) to let the allow-list alone decide"
 	case !canAsk:
-		why = "--confirm " + b.confirm + " needs a human's confirmation, and the client cannot ask a human: it does not support MCP form elicitation"
+		why = "--confirm " + b.confirm + " needs a human's confirmation, and the client cannot ask a human: it does not support MCP form elicitation; a human may use a client that does, or start the server with --confirm auto (or off) to let the allow-list alone decide"
 	case version < multiRoundTrip:
 		why = askInline(ctx, req, params)
 	default:

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -2370,4 +2371,79 @@ func TestNullMeansAbsent(t *testing.T) {
 		t.Errorf("plugin_call_tool with every optional argument null: %s", clip(r.text, 300))
 	}
 	wantError(t, call(t, cs, "plugin_call_tool", map[string]any{"plugin": "inv", "tool": nil}), "invalid_request", false)
+}
+
+// TestAdviceWorksWhenFollowed: SPEC §9, "advice that names a setting works
+// when followed literally": each refusal that tells a human what to set
+// (mutations_disabled without and with an allow-list, not_confirmed for a
+// client that cannot ask, branch_required, config_error) is followed as it
+// is written, and the same call then passes (issue 30).
+func TestAdviceWorksWhenFollowed(t *testing.T) {
+	t.Parallel()
+	f := newInvNetBox(t)
+	f.setToken("") // any token: the configuration the advice leads to has none
+	serveBranches(f, map[string]string{"review": "ready"})
+	create := func(b *bridge) result {
+		t.Helper()
+		return callInv(t, connect(t, b, protocolVersions[0], nil), "create", map[string]any{"name": "x"})
+	}
+	said := func(r result, pattern string) []string {
+		t.Helper()
+		m := regexp.MustCompile(pattern).FindStringSubmatch(r.text)
+		if m == nil {
+			t.Fatalf("%s: %q does not say %s", r.code(), r.text, pattern)
+		}
+		return m
+	}
+	passes := func(what string, b *bridge) {
+		t.Helper()
+		if r := create(b); r.isError {
+			t.Errorf("%s, as the advice says: the call is still refused: %s", what, r.text)
+		}
+	}
+	// The switch off: "start the server with --allow-mutations=inv.create".
+	r := create(newBridge(f, false))
+	for _, value := range said(r, `--allow-mutations=(\S+) \(or NETBOX_MCP_ALLOW_MUTATIONS=(\S+)\)`)[1:] {
+		b := newBridge(f, false)
+		var err error
+		if b.policy, err = parseWritePolicy(value, "--allow-mutations"); err != nil {
+			t.Fatalf("the advised value %q: %v", value, err)
+		}
+		passes("--allow-mutations="+value, b)
+	}
+	// An allow-list without it: "add inv.create or inv.* to it".
+	b := newBridge(f, false)
+	b.policy, _ = parseWritePolicy("inv.purge", "--allow-mutations")
+	for _, entry := range said(create(b), `add (\S+) or (\S+) to it`)[1:] {
+		b := newBridge(f, false)
+		b.policy, _ = parseWritePolicy("inv.purge,"+entry, "--allow-mutations")
+		passes("adding "+entry+" to the list", b)
+	}
+	// A mode that needs a human, and a client that cannot ask.
+	for _, overHTTP := range []bool{false, true} {
+		b := newBridge(f, true)
+		b.confirm, b.overHTTP = "writes", overHTTP
+		r := create(b)
+		wantError(t, r, "not_confirmed", false)
+		for _, mode := range said(r, `--confirm (\w+) \(or (\w+)\) to let the allow-list alone decide`)[1:] {
+			b.confirm = mode
+			passes("--confirm "+mode, b)
+		}
+	}
+	// --branch-only without a branch: "set --branch NAME (NETBOX_BRANCH) to a branch of NetBox that is ready".
+	b = newBridge(f, true)
+	b.branchOnly = true
+	said(create(b), `set --branch NAME \(NETBOX_BRANCH\) to a branch of NetBox that is ready`)
+	b.client.branch = "review"
+	passes("--branch review", b)
+	// No NetBox URL: "set NETBOX_URL".
+	_, err := loadConfig(&options{}, testEnv(t.TempDir(), nil))
+	b = newBridge(f, true)
+	b.cfgErr = err
+	said(create(b), `set NETBOX_URL \(for example https://netbox\.example\.com\)`)
+	cfg, err := loadConfig(&options{}, testEnv(t.TempDir(), map[string]string{"NETBOX_URL": f.URL}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	passes("NETBOX_URL="+f.URL, &bridge{client: newClient(cfg), policy: writePolicy{all: true}, confirm: "auto", audit: &auditLog{stderr: slog.DiscardHandler}})
 }
