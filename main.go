@@ -33,6 +33,7 @@ import (
 	"log"
 	"log/slog"
 	"maps"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -42,10 +43,12 @@ import (
 	"reflect"
 	"runtime"
 	"runtime/debug"
+	rtmetrics "runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -94,6 +97,7 @@ Flags of serve:
                             else each caller sends their own: Bearer nbt_KEY.SECRET or Token V1
   --trusted-proxies CIDRS   proxies whose X-Forwarded-For names the caller
   --allowed-hosts NAMES     Host names a reverse proxy on this host forwards (DNS rebinding)
+  --metrics ADDR            serve Prometheus metrics at ADDR (127.0.0.1:9464) /metrics
   --no-call-token           refuse the per-call token argument
   --log-format text|json    --log-level debug|info|warn|error   (stderr only)
   --audit-file FILE         also append each write decision to FILE as a JSON line (0600)
@@ -206,7 +210,7 @@ func (o *options) fail(format string, a ...any) int {
 type options struct {
 	profile, plugin, confirm, logFormat, logLevel, format string
 	http, tlsCert, tlsKey, authFile, trustedProxies       string
-	allowedHosts                                          string
+	allowedHosts, metrics                                 string
 	auditFile, branch, tool, response, openapi            string
 	allowMutations                                        string // all, or a LIST; a bare --allow-mutations is "true"
 	timeout                                               time.Duration
@@ -225,7 +229,7 @@ var flagVariables = map[string]string{
 	"branch-only": "NETBOX_MCP_BRANCH_ONLY", "http": "NETBOX_MCP_HTTP", "tls-cert": "NETBOX_MCP_TLS_CERT",
 	"tls-key": "NETBOX_MCP_TLS_KEY", "auth-token-file": "NETBOX_MCP_AUTH_TOKEN_FILE", "trusted-proxies": "NETBOX_MCP_TRUSTED_PROXIES",
 	"log-format": "NETBOX_MCP_LOG_FORMAT", "log-level": "NETBOX_MCP_LOG_LEVEL", "audit-file": "NETBOX_MCP_AUDIT_FILE",
-	"no-call-token": "NETBOX_MCP_NO_CALL_TOKEN", "demo": "NETBOX_MCP_DEMO", "allowed-hosts": "NETBOX_MCP_ALLOWED_HOSTS",
+	"no-call-token": "NETBOX_MCP_NO_CALL_TOKEN", "demo": "NETBOX_MCP_DEMO", "allowed-hosts": "NETBOX_MCP_ALLOWED_HOSTS", "metrics": "NETBOX_MCP_METRICS",
 }
 
 // newFlags registers the flags of one command.
@@ -257,6 +261,7 @@ func (o *options) newFlags(cmd string) *flag.FlagSet {
 		fs.StringVar(&o.authFile, "auth-token-file", "", "")
 		fs.StringVar(&o.trustedProxies, "trusted-proxies", "", "")
 		fs.StringVar(&o.allowedHosts, "allowed-hosts", "", "")
+		fs.StringVar(&o.metrics, "metrics", "", "")
 		fallthrough
 	case "healthcheck":
 		fs.StringVar(&o.http, "http", "", "")
@@ -748,6 +753,25 @@ func runServe(o *options, stdin io.Reader, stdout io.Writer, env environment) in
 	}
 	b := &bridge{client: newClient(cfg), cfgErr: err, policy: policy, confirm: confirm, audit: audit,
 		branchOnly: o.branchOnly, noCallToken: o.noCallToken, overHTTP: o.http != ""}
+	m := &metrics{bridge: b}
+	if o.metrics != "" { // on a listener of its own, without authentication (SPEC §18)
+		ln, err := net.Listen("tcp", o.metrics)
+		if err != nil {
+			return o.fail("%s %s: %v", o.setting("metrics"), o.metrics, err)
+		}
+		defer ln.Close()
+		go (&http.Server{Handler: m, ReadHeaderTimeout: bodyTimeout, ErrorLog: log.New(io.Discard, "", 0)}).Serve(ln)
+		b.metric = m.count
+		logger.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	}
+	if o.metrics != "" || level <= slog.LevelDebug {
+		b.client.observe = func(req request, status, size int, took time.Duration) { // --log-level debug: one record a NetBox request (SPEC §2)
+			logger.Debug("netbox", "kind", "netbox", "method", req.method, "path", req.path, "status", status, "duration_ms", took.Milliseconds(), "bytes", size)
+			if o.metrics != "" {
+				m.observe(req, status, size, took)
+			}
+		}
+	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	hup := make(chan os.Signal, 1) // SIGHUP reopens the audit file after a rotation, and changes nothing else
@@ -1130,6 +1154,110 @@ func (r *statusRecorder) refuse(status int, reason string) {
 
 func (r *statusRecorder) Flush()                      { http.NewResponseController(r.ResponseWriter).Flush() }
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// ---- metrics (SPEC §18) ----
+
+// metrics are the process's counts for Prometheus: each series, its name
+// and labels rendered, with its count. Every label value comes from a
+// bounded set (the two tools, SPEC §9's codes, kinds, status classes,
+// outcomes, answers), never from a caller or a plugin, so the series are
+// few; a scrape reads them without a lock, and never holds up a call.
+type metrics struct {
+	series  sync.Map                          // rendered series → *atomic.Int64
+	buckets [len(latencyBuckets)]atomic.Int64 // NetBox requests by duration, cumulative
+	micros  atomic.Int64                      // their seconds, in microseconds
+	bridge  *bridge
+}
+
+// metricFamilies are the metrics, in the order of a scrape.
+var metricFamilies = []struct{ name, kind, help string }{
+	{"tool_calls_total", "counter", "Tool calls by tool and result code: ok, or a SPEC §9 error code."},
+	{"writes_total", "counter", "Calls of write tools by outcome: sent (answered 2xx), refused (by the policy, a branch rule, a human or the audit), unknown."},
+	{"confirmations_total", "counter", "Questions put to a human before a write, by answer: yes, or no (declined, dismissed, unanswered, or none could be asked)."},
+	{"netbox_requests_total", "counter", "NetBox requests by kind (discovery, target) and status class (2xx to 5xx, or error for no answer)."},
+	{"netbox_request_seconds", "histogram", "The duration of NetBox requests."},
+	{"calls_in_flight", "gauge", "Tool calls running."},
+	{"body_budget_bytes_in_use", "gauge", "Bytes of the process-wide body budgets in use (SPEC §11): NetBox's answers, HTTP request bodies."},
+	{"goroutines", "gauge", "Goroutines of the process."},
+	{"heap_bytes", "gauge", "Bytes of the Go heap in use."},
+	{"gc_cycles_total", "counter", "Garbage collections of the process."},
+}
+
+// latencyBuckets are the histogram's upper bounds, in seconds.
+var latencyBuckets = [...]float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, math.Inf(1)}
+
+// count adds one to the series of name with labels, given as names and
+// values in turn.
+func (m *metrics) count(name string, labels ...string) {
+	series := name
+	for i := 0; i+1 < len(labels); i += 2 {
+		series += fmt.Sprintf("%c%s=%q", "{,"[min(i, 1)], labels[i], labels[i+1])
+	}
+	if len(labels) > 0 {
+		series += "}"
+	}
+	v, _ := m.series.LoadOrStore(series, new(atomic.Int64))
+	v.(*atomic.Int64).Add(1)
+}
+
+// observe counts a NetBox request: by kind and status class, and in the
+// histogram.
+func (m *metrics) observe(req request, status, _ int, took time.Duration) {
+	kind, class := "target", "error"
+	if req.budget != nil { // a scan's allowance: discovery
+		kind = "discovery"
+	}
+	if status > 0 {
+		class = fmt.Sprintf("%dxx", status/100)
+	}
+	m.count("netbox_requests_total", "kind", kind, "class", class)
+	for i, le := range latencyBuckets {
+		if took.Seconds() <= le {
+			m.buckets[i].Add(1)
+		}
+	}
+	m.micros.Add(took.Microseconds())
+}
+
+// ServeHTTP answers a scrape of /metrics in the text exposition format 0.0.4.
+func (m *metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/metrics" {
+		http.NotFound(w, r)
+		return
+	}
+	samples := map[string]int64{}
+	m.series.Range(func(k, v any) bool {
+		samples[k.(string)] = v.(*atomic.Int64).Load()
+		return true
+	})
+	figures := []rtmetrics.Sample{{Name: "/sched/goroutines:goroutines"}, {Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}
+	rtmetrics.Read(figures)
+	for i, name := range []string{"goroutines", "heap_bytes", "gc_cycles_total"} {
+		samples[name] = int64(figures[i].Value.Uint64())
+	}
+	samples["calls_in_flight"] = m.bridge.inFlight.Load()
+	samples[`body_budget_bytes_in_use{budget="netbox"}`] = netboxBodies.size - netboxBodies.left.Load()
+	samples[`body_budget_bytes_in_use{budget="requests"}`] = requestBodies.size - requestBodies.left.Load()
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	for _, f := range metricFamilies {
+		fmt.Fprintf(w, "# HELP %[1]s%[2]s %[3]s\n# TYPE %[1]s%[2]s %[4]s\n", metricPrefix, f.name, f.help, f.kind)
+		if f.kind == "histogram" { // the buckets in order, then the sum and the count
+			for i, le := range latencyBuckets {
+				fmt.Fprintf(w, "%s%s_bucket{le=\"%s\"} %d\n", metricPrefix, f.name, fmt.Sprint(le), m.buckets[i].Load())
+			}
+			fmt.Fprintf(w, "%[1]s%[2]s_sum %[3]g\n%[1]s%[2]s_count %[4]d\n", metricPrefix, f.name, float64(m.micros.Load())/1e6, m.buckets[len(m.buckets)-1].Load())
+			continue
+		}
+		for _, series := range slices.Sorted(maps.Keys(samples)) {
+			if name, _, _ := strings.Cut(series, "{"); name == f.name {
+				fmt.Fprintf(w, "%s%s %d\n", metricPrefix, series, samples[series])
+			}
+		}
+	}
+}
+
+// metricPrefix starts every metric's name (SPEC §18).
+const metricPrefix = "netbox_plugin_bridge_"
 
 // ---- scan ----
 

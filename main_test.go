@@ -5553,9 +5553,10 @@ func codeLines(src []byte) int {
 
 // TestCodeBudget: the non-test source stays within the design card's
 // budget, blanks and comments excluded: 4,500 lines (issue 21), plus 60 for
-// the hardening of issue 28 and 350 for the OpenAPI schema of issue 26
-// (4,910), for now over it by the lines the simplification pass that
-// follows pays back.
+// the hardening of issue 28, 350 for the OpenAPI schema of issue 26, 80 for
+// issue 30 and 150 for the release and metrics of issue 29 (5,140 with
+// these). It is over that for now, by what the OpenAPI section took beyond
+// its share; the simplification pass that follows pays it back.
 func TestCodeBudget(t *testing.T) {
 	t.Parallel()
 	total := 0
@@ -5566,7 +5567,7 @@ func TestCodeBudget(t *testing.T) {
 		}
 		total += codeLines(src)
 	}
-	const budget = 5220
+	const budget = 5350
 	if total > budget {
 		t.Errorf("the non-test source is %d code lines, over the budget of %d", total, budget)
 	}
@@ -5925,5 +5926,93 @@ func TestOperatorSettings(t *testing.T) {
 	srv.Close()
 	if !strings.Contains(log.String(), `Host \"evil.example\" refused`) || !strings.Contains(log.String(), "--allowed-hosts") {
 		t.Errorf("the access log does not name the refused Host and the setting:\n%s", log.String())
+	}
+}
+
+// TestMetrics: SPEC §18 and §2. serve --metrics ADDR serves Prometheus'
+// text format at /metrics, which promtool accepts, after a full scan, a
+// read, a refused write and a NetBox call that failed; its counters moved
+// by exactly those calls, each NetBox request counted by kind and class,
+// and --log-level debug logged each NetBox request once, never a token.
+// An address in use is a start-up error that names it.
+func TestMetrics(t *testing.T) {
+	t.Parallel()
+	f := newInvNetBox(t)
+	f.setToken("")
+	f.handle(searchPath, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("q") == "fail" {
+			writeJSON(w, http.StatusInternalServerError, `{"detail": "boom"}`, false)
+			return
+		}
+		writeJSON(w, http.StatusOK, `{"count": 2}`, false)
+	})
+	addr := freeAddr(t)
+	var stderr syncBuffer
+	p := startServeTo(t, []string{"NETBOX_URL=" + f.URL, "NETBOX_TOKEN=" + secretV2}, &stderr, "--metrics", addr, "--log-level", "debug", "--log-format", "json")
+	for id, args := range []string{`{"plugin":"inv","tool":"search","arguments":{}}`, `{"plugin":"inv","tool":"create","arguments":{"name":"x"}}`,
+		`{"plugin":"inv","tool":"search","arguments":{"q":"fail"}}`} {
+		p.send(toolCall(id+1, "plugin_call_tool", args))
+		p.reply()
+	}
+	p.send(toolCall(9, "plugin_list_tools", `{}`))
+	p.reply()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scrape, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	requests := map[string]int{}
+	for _, r := range f.requestLog() {
+		kind := "discovery"
+		if r.path == searchPath || r.path == recordsPath {
+			kind = "target"
+		}
+		requests[kind]++
+	}
+	want := map[string]int{
+		`tool_calls_total{tool="plugin_call_tool",code="ok"}`: 1, `tool_calls_total{tool="plugin_call_tool",code="mutations_disabled"}`: 1,
+		`tool_calls_total{tool="plugin_call_tool",code="http_error"}`: 1, `tool_calls_total{tool="plugin_list_tools",code="ok"}`: 1,
+		`writes_total{outcome="refused"}`: 1, `netbox_requests_total{kind="discovery",class="2xx"}`: requests["discovery"],
+		`netbox_requests_total{kind="target",class="2xx"}`: 1, `netbox_requests_total{kind="target",class="5xx"}`: 1,
+		`netbox_request_seconds_count`: requests["discovery"] + requests["target"], `calls_in_flight`: 0,
+	}
+	for series, n := range want {
+		if line := fmt.Sprintf("\nnetbox_plugin_bridge_%s %d\n", series, n); !strings.Contains(string(scrape), line) {
+			t.Errorf("the scrape has no line %q:\n%s", strings.TrimSpace(line), scrape)
+		}
+	}
+	if strings.Contains(string(scrape), "writes_total{outcome=\"sent\"}") || requests["target"] != 2 {
+		t.Errorf("a write was counted as sent, or NetBox saw %d target requests, want 2", requests["target"])
+	}
+	promtool, err := exec.LookPath("promtool")
+	switch {
+	case err == nil:
+		cmd := exec.Command(promtool, "check", "metrics")
+		cmd.Stdin = bytes.NewReader(scrape)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("promtool check metrics: %v\n%s", err, out)
+		}
+	case os.Getenv("BRIDGE_E2E") == "1":
+		t.Fatal("promtool is needed to check the metrics (Debian's prometheus package)")
+	}
+	p.in.Close()
+	p.cmd.Wait()
+	debug := 0
+	for _, rec := range jsonRecords(t, stderr.String()) {
+		if rec["msg"] == "netbox" && rec["level"] == "DEBUG" {
+			debug++
+		}
+	}
+	if _, tokenSecret, _ := strings.Cut(secretV2, "."); debug != requests["discovery"]+requests["target"] || strings.Contains(stderr.String(), tokenSecret) {
+		t.Errorf("--log-level debug: %d records of NetBox requests, want %d, or a token:\n%s", debug, requests["discovery"]+requests["target"], stderr.String())
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if code, errOut := serveExit(t, map[string]string{"NETBOX_URL": f.URL}, "--metrics", ln.Addr().String()); code != 2 || !strings.Contains(errOut, "--metrics "+ln.Addr().String()) {
+		t.Errorf("--metrics on an address in use: exit %d, %q", code, errOut)
 	}
 }

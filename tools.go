@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -77,6 +78,17 @@ type bridge struct {
 	overHTTP    bool // served over stateless HTTP, where no human can be asked
 	spent       spentStates
 	calls       sync.WaitGroup // tool calls running
+	inFlight    atomic.Int64   // and their number
+	// metric, when set, counts one event of a metric with its labels, each
+	// from a bounded set (SPEC §18).
+	metric func(name string, labels ...string)
+}
+
+// count counts one event for the metrics, if there are any.
+func (b *bridge) count(name string, labels ...string) {
+	if b.metric != nil {
+		b.metric(name, labels...)
+	}
 }
 
 func newMCPServer(b *bridge, logger *slog.Logger) *mcp.Server {
@@ -206,7 +218,8 @@ func parseHeaders(entries []value) (http.Header, error) {
 func (b *bridge) handler(input *schema, run func(context.Context, *mcp.CallToolRequest, *callArgs) ([]byte, error)) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		b.calls.Add(1)
-		defer b.calls.Done()
+		b.inFlight.Add(1)
+		defer func() { b.calls.Done(); b.inFlight.Add(-1) }()
 		a, err := parseArgs(req.Params.Arguments, input)
 		caller, overHTTP := ctx.Value(callerKey{}).(httpCaller)
 		ctx, cancel := context.WithCancel(ctx)
@@ -239,8 +252,11 @@ func (b *bridge) handler(input *schema, run func(context.Context, *mcp.CallToolR
 		if ask, ok := errors.AsType[*inputRequired](err); ok {
 			return ask.result, nil
 		} else if err != nil {
-			return toolError(err, a), nil
+			result, code := toolError(err, a)
+			b.count("tool_calls_total", "tool", req.Params.Name, "code", code)
+			return result, nil
 		}
+		b.count("tool_calls_total", "tool", req.Params.Name, "code", "ok")
 		// The same JSON as structured content and as text, no other copy.
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(doc)}}, StructuredContent: json.RawMessage(doc)}, nil
 	}
@@ -278,8 +294,8 @@ var nextSteps = map[string]string{
 	"audit_failed":       "The bridge cannot record writes now: do not retry until the user says the operator has fixed its audit log.",
 }
 
-// toolError renders an error as an isError result.
-func toolError(err error, a *callArgs) *mcp.CallToolResult {
+// toolError renders an error as an isError result, with its code.
+func toolError(err error, a *callArgs) (*mcp.CallToolResult, string) {
 	be, ok := errors.AsType[*bridgeError](err)
 	if !ok {
 		be = &bridgeError{Code: "discovery_failed", Message: err.Error()}
@@ -292,7 +308,7 @@ func toolError(err error, a *callArgs) *mcp.CallToolResult {
 		be.Message = strings.TrimSuffix(be.Message, ".") + ". " + next
 	}
 	doc, _ := json.Marshal(map[string]*bridgeError{"error": be})
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: be.Message}}, StructuredContent: json.RawMessage(doc)}
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: be.Message}}, StructuredContent: json.RawMessage(doc)}, be.Code
 }
 
 // ---- the catalog ----
@@ -751,12 +767,14 @@ func (b *bridge) write(ctx context.Context, req *mcp.CallToolRequest, a *callArg
 	switch {
 	case branchErr != nil && code == "":
 		b.audit.write(ctx, b.auditRecord(a, p, "branch_unavailable"))
+		b.count("writes_total", "outcome", "refused")
 		return nil, branchErr
 	case a.dryRun:
 		b.audit.write(ctx, b.auditRecord(a, p, "dry_run"))
 		return dryRunDocument(p, b.client.branch, refusal), nil
 	case code != "":
 		b.audit.write(ctx, b.auditRecord(a, p, code))
+		b.count("writes_total", "outcome", "refused")
 		return nil, &bridgeError{Code: code, Message: refusal}
 	}
 
@@ -764,6 +782,7 @@ func (b *bridge) write(ctx context.Context, req *mcp.CallToolRequest, a *callArg
 	if err := b.confirmWrite(ctx, req, p); err != nil {
 		if _, ask := errors.AsType[*inputRequired](err); !ask { // else not decided yet: the client asks and calls again
 			b.audit.write(ctx, b.auditRecord(a, p, "not_confirmed"))
+			b.count("writes_total", "outcome", "refused")
 		}
 		return nil, err
 	}
@@ -771,6 +790,7 @@ func (b *bridge) write(ctx context.Context, req *mcp.CallToolRequest, a *callArg
 	// Record, then send once: no byte goes to NetBox before the
 	// dispatching record is on stderr and in the audit file.
 	if err := b.audit.write(ctx, b.auditRecord(a, p, "dispatching")); err != nil {
+		b.count("writes_total", "outcome", "refused")
 		return nil, &bridgeError{Code: "audit_failed", Message: fmt.Sprintf("%s was not sent: its audit record could not be written (%v); nothing reached NetBox",
 			p.ct.qualifiedName(), err)}
 	}
@@ -787,6 +807,9 @@ func (b *bridge) write(ctx context.Context, req *mcp.CallToolRequest, a *callArg
 	}
 	if be, ok := errors.AsType[*bridgeError](err); ok && be.Outcome != "" {
 		outcome = append(outcome, "outcome", be.Outcome)
+		b.count("writes_total", "outcome", "unknown")
+	} else if err == nil {
+		b.count("writes_total", "outcome", "sent")
 	}
 	outcome = append(outcome, "duration_ms", time.Since(start).Milliseconds())
 	b.audit.write(ctx, b.auditRecord(a, p, "dispatched", outcome...))
@@ -956,6 +979,7 @@ func (b *bridge) confirmWrite(ctx context.Context, req *mcp.CallToolRequest, p p
 			why = answerRefusal(answer)
 		}
 	}
+	b.count("confirmations_total", "answer", map[bool]string{true: "yes", false: "no"}[why == ""])
 	if why != "" {
 		return &bridgeError{Code: "not_confirmed", Message: fmt.Sprintf("%s was not sent: %s; nothing reached NetBox", p.ct.qualifiedName(), why)}
 	}

@@ -182,6 +182,9 @@ type client struct {
 	http      *http.Client
 	userAgent string
 	answered  atomic.Bool // NetBox has answered at base: a failure is not its scheme's
+	// observe, when set, learns the end of each request: its status (0 for
+	// none), the bytes of its body and its duration, for logs and metrics.
+	observe func(req request, status, size int, took time.Duration)
 }
 
 // environmentProxy picks the proxy for HTTPS requests; tests replace it.
@@ -247,7 +250,16 @@ func (e *transportError) Unwrap() error { return e.err }
 
 // do sends one request and reads its body within req.limit. On success the
 // caller releases the response once it has used the body.
-func (c *client) do(ctx context.Context, req request) (*response, error) {
+func (c *client) do(ctx context.Context, req request) (answer *response, err error) {
+	if c.observe != nil {
+		defer func(start time.Time) {
+			status, size := 0, 0
+			if answer != nil {
+				status, size = answer.status, len(answer.body)
+			}
+			c.observe(req, status, size, time.Since(start))
+		}(time.Now())
+	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	// Go's transport traces the first header field (Host on HTTP/1.1, the
@@ -381,10 +393,13 @@ var netboxBodies = newBudget(8 << 20)
 // budget is a count of bytes that may be held at once, process-wide. take
 // never waits: a read that finds the budget spent fails at once, so no
 // holder ever waits for more while it holds, and the budget cannot deadlock.
-type budget struct{ left atomic.Int64 }
+type budget struct {
+	size int64
+	left atomic.Int64
+}
 
 func newBudget(n int64) *budget {
-	b := &budget{}
+	b := &budget{size: n}
 	b.left.Store(n)
 	return b
 }
