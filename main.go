@@ -1380,8 +1380,11 @@ func printFindings(w io.Writer, format, level string, findings []finding) {
 		if format == "github" {
 			data := strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A")
 			property := strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C")
-			fmt.Fprintf(w, "::%s file=%s,line=%d,col=%d,title=%s::%s\n", level, property.Replace(f.File), max(f.Line, 1), max(f.Column, 1),
-				property.Replace(cmp.Or(loc, "manifest")), data.Replace(message))
+			where := "" // a live check's problems are in no file of the author's
+			if f.File != "" {
+				where = fmt.Sprintf("file=%s,line=%d,col=%d,", property.Replace(f.File), max(f.Line, 1), max(f.Column, 1))
+			}
+			fmt.Fprintf(w, "::%s %stitle=%s::%s\n", level, where, property.Replace(cmp.Or(loc, "manifest")), data.Replace(message))
 			continue
 		}
 		if level == "notice" {

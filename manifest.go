@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -70,7 +72,7 @@ func parseManifest(data []byte) (*manifest, problems) {
 		ps.add("schema_version", `must be the string "1"`)
 	}
 	if v, found := doc.get("plugin"); found && (v.kind != kindString || !slugPattern.MatchString(v.s)) {
-		ps.add("plugin", "must be a plugin slug matching %s", slugPattern)
+		ps.add("plugin", "must be a plugin slug: 1 to 64 lower-case letters, digits, - and _, the first a letter or a digit%s", fixName(v, slugPattern, '-'))
 	} else {
 		m.plugin = strings.Clone(v.s)
 	}
@@ -96,9 +98,13 @@ func parseManifest(data []byte) (*manifest, problems) {
 			ps[j].Tool = clip(name.s, clipLimit) // beside the index, for authors
 		}
 	}
-	if len(ps) > 0 {
-		for i := range ps[:min(len(ps), problemLimit)] { // what printers show
-			ps[i].Line, ps[i].Column = lineColumn(data, int(doc.find(ps[i].Location).offset))
+	if len(ps) > 0 { // in the file's order, the first ones (what printers show) with their line and column
+		for i := range ps {
+			ps[i].offset = int(doc.find(ps[i].Location).offset)
+		}
+		slices.SortStableFunc(ps, func(a, b problem) int { return cmp.Compare(a.offset, b.offset) })
+		for i := range ps[:min(len(ps), problemLimit)] {
+			ps[i].Line, ps[i].Column = lineColumn(data, ps[i].offset)
 		}
 		return nil, ps
 	}
@@ -142,7 +148,7 @@ func (ps *problems) checkDescriptor(v value, loc string, scratch *[]byte) *tool 
 	}
 	name, isName := field("name")
 	if isName && !toolNamePattern.MatchString(name) {
-		ps.add(child(loc, "name"), "%s does not match %s", quote(name), toolNamePattern)
+		ps.add(child(loc, "name"), "%s is not a tool name: 1 to 64 lower-case letters, digits and _, the first a letter%s", quote(name), fixName(value{kind: kindString, s: name}, toolNamePattern, '_'))
 	}
 	title, isTitle := field("title")
 	if n := utf8.RuneCountInString(title); isTitle && (n < 1 || n > titleLimit) {
@@ -157,10 +163,14 @@ func (ps *problems) checkDescriptor(v value, loc string, scratch *[]byte) *tool 
 		ps.add(child(loc, "path"), "%s: %v", quote(path), err)
 	}
 	method, isMethod := field("method")
-	effects, knownMethod := methodEffects[method]
-	if isMethod && !knownMethod {
+	effects, knownMethod := methodEffects[strings.ToUpper(method)]
+	switch {
+	case isMethod && knownMethod && method != strings.ToUpper(method):
+		ps.add(child(loc, "method"), "%s must be upper case: %s", quote(method), strings.ToUpper(method))
+	case isMethod && !knownMethod:
 		ps.add(child(loc, "method"), "%s is not one of GET, HEAD, POST, PUT, PATCH, DELETE", quote(method))
 	}
+	method = strings.ToUpper(method) // the rules that depend on it read the method it must be
 	effect, isEffect := field("effect")
 	knownEffect := slices.Contains(effectNames, effect)
 	switch {
@@ -196,6 +206,22 @@ func (ps *problems) checkDescriptor(v value, loc string, scratch *[]byte) *tool 
 	// The tool outlives the manifest's tree: it keeps copies.
 	return &tool{name: strings.Clone(name), title: strings.Clone(title), method: strings.Clone(method), path: strings.Clone(path),
 		effect: strings.Clone(effect), summary: firstSentence(description), descriptor: encodeDescriptor(v, scratch), input: input, output: output}
+}
+
+// fixName is, for a name v that breaks pattern, "; try NAME" with the
+// nearest name that does not (lower case, other characters as sep), or ""
+// when there is none.
+func fixName(v value, pattern *regexp.Regexp, sep rune) string {
+	fixed := strings.Trim(strings.Map(func(r rune) rune {
+		if r < utf8.RuneSelf && (isAlnum(byte(r)) || r == sep || r == '_') {
+			return unicode.ToLower(r)
+		}
+		return sep
+	}, v.s), "-_")
+	if fixed = fixed[:min(len(fixed), 64)]; v.kind != kindString || !pattern.MatchString(fixed) {
+		return ""
+	}
+	return fmt.Sprintf("; try %q", fixed)
 }
 
 // summaryLimit bounds a summary in the catalog index (SPEC §9).

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -25,13 +26,13 @@ var badManifests = map[string]struct{ location, message string }{
 	"tools-65":                  {"tools", "must be an array of 1 to 64 tools"},
 	"snake-case-alias":          {"tools[1].input_schema", `unknown key in a tool descriptor (the key is "inputSchema")`},
 	"missing-annotations":       {"tools[0]", `a tool descriptor is missing "annotations"`},
-	"name-bad":                  {"tools[0].name", `"List-Reports" does not match`},
+	"name-bad":                  {"tools[0].name", `"List-Reports" is not a tool name: 1 to 64 lower-case letters, digits and _, the first a letter; try "list_reports"`},
 	"name-duplicate":            {"tools[1].name", `tool name "list_reports" is already used by tools[0]`},
 	"title-empty":               {"tools[0].title", "must be 1 to 200 characters, not 0"},
 	"title-too-long":            {"tools[0].title", "must be 1 to 200 characters, not 201"},
 	"title-not-string":          {"tools[0].title", "must be a string"},
 	"description-too-long":      {"tools[0].description", "must be 1 to 2000 characters, not 2001"},
-	"method-lowercase":          {"tools[0].method", `"get" is not one of GET, HEAD, POST, PUT, PATCH, DELETE`},
+	"method-lowercase":          {"tools[0].method", `"get" must be upper case: GET`},
 	"method-unknown":            {"tools[0].method", `"OPTIONS" is not one of`},
 	"effect-unknown":            {"tools[0].effect", `"readonly" is not one of read, write, destructive`},
 	"get-write-effect":          {"tools[0].effect", `"write" does not agree with method GET, which needs read`},
@@ -472,12 +473,20 @@ func TestEveryProblemInOneRun(t *testing.T) {
    "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false}},
   {"name": "list_a", "title": "C", "description": "C.", "method": "POST", "path": "c/", "effect": "read",
    "inputSchema": {"type": "object", "additionalProperties": false},
-   "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": false}}]}`
+   "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": false}},
+  {"name": "list_d", "title": "D", "description": "D.", "method": "head", "path": "d/", "effect": "read",
+   "inputSchema": {"type": "object", "additionalProperties": false, "properties": {"f": {"type": "object"}, "g": {"$ref": "#/x"}}},
+   "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false}}]}`
 	planted := []struct{ location, message string }{
 		{"version", "unknown key in the manifest"},
 		{"tools[2].annotations", `missing "openWorldHint"`},
 		{"tools[0].inputSchema.properties.ids", "a GET input property must declare scalar types"},
-		{"tools[1].method", `"get" is not one of`},
+		{"tools[1].method", `"get" must be upper case: GET`},
+		// The rules that depend on the method read it upper-cased (issue 30).
+		{"tools[3].method", `"head" must be upper case: HEAD`},
+		{"tools[3].inputSchema.properties.f", "a HEAD input property must declare scalar types"},
+		{"tools[3].inputSchema.properties.g", "a HEAD input property must declare scalar types"},
+		{"tools[3].inputSchema.properties.g.$ref", `keyword "$ref" is not in the bridge-v1 schema subset: inline the schema it points to`},
 		{"tools[0].title", "must be 1 to 200 characters, not 0"},
 		{"tools[2].effect", `"read" does not agree with method POST`},
 		{"tools[0].path", "without a leading /"},
@@ -495,6 +504,9 @@ func TestEveryProblemInOneRun(t *testing.T) {
 		if !slices.ContainsFunc(ps, func(p problem) bool { return p.Location == want.location && strings.Contains(p.Message, want.message) }) {
 			t.Errorf("no problem at %s containing %q", want.location, want.message)
 		}
+	}
+	if !slices.IsSortedFunc(ps, func(a, b problem) int { return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column)) }) {
+		t.Errorf("the problems are not in the file's order (issue 30): %v", ps)
 	}
 	if len(ps) != len(planted) {
 		t.Errorf("%d problems for %d planted mistakes:", len(ps), len(planted))
@@ -631,5 +643,34 @@ func TestProblemsAreNeverDropped(t *testing.T) {
 	}
 	if _, ps := parseManifest([]byte(manifestJSON("p", tools...))); len(ps) != 128 || len(ps.capped()) != 101 {
 		t.Errorf("%d problems, %d shown", len(ps), len(ps.capped()))
+	}
+}
+
+// TestFixesNamed: issue 30, a problem names the fix where one can be
+// derived: the corrected slug or tool name, what to use instead of a
+// keyword outside the subset, and what to do with a required property the
+// schema forbids.
+func TestFixesNamed(t *testing.T) {
+	doc := `{"schema_version": "1", "plugin": "My Plugin", "tools": [{"name": "List Reports", "title": "T", "description": "D.", "method": "POST",
+	  "path": "r/", "effect": "write", "inputSchema": {"type": "object", "additionalProperties": false, "required": ["x"],
+	  "properties": {"a": {"oneOf": [{"type": "string"}]}, "b": {"$defs": {}}}},
+	  "annotations": {"readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": false}}]}`
+	_, ps := parseManifest([]byte(doc))
+	for loc, want := range map[string]string{
+		"plugin":        `; try "my-plugin"`,
+		"tools[0].name": `; try "list_reports"`,
+		"tools[0].inputSchema.properties.a.oneOf": "use one schema: a type list, or an enum",
+		"tools[0].inputSchema.properties.b.$defs": "inline its schemas where they are used",
+		"tools[0].inputSchema.required[0]":        "add it to properties, or drop it from required",
+	} {
+		if !slices.ContainsFunc(ps, func(p problem) bool { return p.Location == loc && strings.HasSuffix(p.Message, want) }) {
+			t.Errorf("no problem at %s ending %q: %v", loc, want, ps)
+		}
+	}
+	// A name no derivation can mend gets no suggestion.
+	if _, ps := parseManifest([]byte(strings.Replace(doc, `"List Reports"`, `"9"`, 1))); !slices.ContainsFunc(ps, func(p problem) bool {
+		return p.Location == "tools[0].name" && !strings.Contains(p.Message, "try")
+	}) {
+		t.Errorf("a suggestion for a name that cannot be mended: %v", ps)
 	}
 }

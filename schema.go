@@ -610,6 +610,7 @@ type problem struct {
 	Line     int    `json:"line,omitempty"` // of Location in the document, when known
 	Column   int    `json:"column,omitempty"`
 	Tool     string `json:"tool,omitempty"` // the name of the manifest's tool at Location
+	offset   int    // of Location in the document, for the file's order
 }
 
 func (p *problem) Error() string {
@@ -957,7 +958,7 @@ func compile(v value, loc *location, ps *problems) *schema {
 			s.dateTime = true
 		case "title", "description", "examples", "deprecated", "readOnly", "writeOnly", "default": // annotations
 		default:
-			ps.add(at.String(), "keyword %s is not in the bridge-v1 schema subset", quote(m.key))
+			ps.add(at.String(), "keyword %s is not in the bridge-v1 schema subset: %s", quote(m.key), cmp.Or(subsetFixes[m.key], "remove it"))
 		}
 		loc.pop()
 	}
@@ -975,7 +976,7 @@ func compile(v value, loc *location, ps *problems) *schema {
 		}
 		s.required = append(s.required, j)
 		if p := s.propertySchema(j); p != nil && p.never { // ajv's strict mode refuses it too
-			ps.add(index(child(loc.String(), "required"), i), "%s is required, but the schema forbids the property: no instance is valid", quote(r.s))
+			ps.add(index(child(loc.String(), "required"), i), "%s is required, but the schema forbids the property, so no instance is valid: add it to properties, or drop it from required", quote(r.s))
 		}
 	}
 	if it := s.items; s.unique && (it == nil || it.types == 0 || it.types&^scalarTypes != 0 || it.types&(it.types-1) != 0) {
@@ -983,6 +984,12 @@ func compile(v value, loc *location, ps *problems) *schema {
 	}
 	return s
 }
+
+// subsetFixes say what to do instead of the keywords outside the subset
+// that authors reach for; any other is removed.
+var subsetFixes = map[string]string{"$ref": "inline the schema it points to", "$defs": "inline its schemas where they are used",
+	"definitions": "inline its schemas where they are used", "pattern": "remove it, and check the value in the plugin's view",
+	"anyOf": "use one schema: a type list, or an enum", "oneOf": "use one schema: a type list, or an enum", "allOf": "merge its schemas into one"}
 
 // keywordKinds are the kinds that keywords of one kind must have; compile
 // reports a keyword of another kind and reads no further.
