@@ -1234,6 +1234,47 @@ func TestE2EInspectorCLI(t *testing.T) {
 	t.Logf("e2e: MCP Inspector CLI: tools/list --strict, a read and a refused write passed")
 }
 
+// TestE2EREADMEInspectorLines: issue 30, the README's MCP Inspector commands
+// are commands that work: each, as written, with the Inspector version
+// e2e/package.json pins, against a bridge in the mode its comment names.
+// Only the placeholders change: the address, the binary, the bearer token.
+func TestE2EREADMEInspectorLines(t *testing.T) {
+	dir := nodeClients(t)
+	readme, _ := os.ReadFile("README.md")
+	pkg, _ := os.ReadFile(filepath.Join(dir, "package.json"))
+	pinned := regexp.MustCompile(`"@modelcontextprotocol/inspector": "([0-9.]+)"`).FindSubmatch(pkg)
+	lines := regexp.MustCompile(`(?m)^npx @modelcontextprotocol/inspector@(\S+) (?:.*\\\n)*.*$`).FindAllSubmatch(readme, -1)
+	if pinned == nil || len(lines) != 3 {
+		t.Fatalf("the README has %d Inspector lines (want 3: HTTP each caller, HTTP shared, stdio) and e2e/package.json pins %q", len(lines), pinned)
+	}
+	f := newInvNetBox(t)
+	f.setToken("")
+	caller, shared := freeAddr(t), freeAddr(t)
+	startHTTPServe(t, []string{"NETBOX_URL=" + f.URL}, caller, http.DefaultClient, "http")
+	startHTTPServe(t, []string{"NETBOX_URL=" + f.URL, "NETBOX_TOKEN=" + secretV2, "NETBOX_MCP_AUTH_TOKEN=mcp-bearer"}, shared, http.DefaultClient, "http")
+	for _, m := range lines {
+		if string(m[1]) != string(pinned[1]) {
+			t.Errorf("the README runs the Inspector %s; e2e/package.json pins %s", m[1], pinned[1])
+		}
+		line := strings.ReplaceAll(string(m[0]), "\\\n", " ")
+		addr := caller
+		if strings.Contains(line, "$NETBOX_MCP_AUTH_TOKEN") {
+			addr = shared
+		}
+		line = strings.NewReplacer("npx @modelcontextprotocol/inspector@"+string(m[1]), filepath.Join(dir, "node_modules", ".bin", "mcp-inspector"),
+			"http://127.0.0.1:8080/mcp", "http://"+addr+"/mcp", "--cli netbox-plugin-bridge ", "--cli "+releaseBinary(t)+" ").Replace(line)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		cmd := exec.CommandContext(ctx, "sh", "-c", line)
+		cmd.Env = append(os.Environ(), "NETBOX_MCP_AUTH_TOKEN=mcp-bearer")
+		out, err := cmd.Output()
+		cancel()
+		if err != nil || !strings.Contains(string(out), `"name": "plugin_call_tool"`) {
+			t.Errorf("the README's %q: %v\n%s", m[0], err, out)
+		}
+	}
+	t.Logf("e2e: README: %d Inspector lines ran with the Inspector %s", len(lines), pinned[1])
+}
+
 func TestE2EGoClient(t *testing.T) {
 	bin := releaseBinary(t)
 	for _, version := range []string{"2025-11-25", ""} { // today's clients, and the SDK's newest
