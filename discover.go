@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -337,16 +338,11 @@ func (c *client) scan(ctx context.Context, opts callOptions) (*catalog, error) {
 				var m *manifest
 				err := d.advertises(ctx, slugs[i])
 				if err == nil {
-					m, err = d.manifest(ctx, slugs[i])
+					m, err = d.manifest(ctx, slugs[i], true) // descriptors only: its tools are never dispatched
 				}
 				mu.Lock()
 				switch {
 				case err == nil:
-					// A full scan lists descriptors only, and a compiled schema can
-					// cost many times its text.
-					for _, t := range m.tools {
-						t.input, t.output = nil, nil
-					}
 					cat.add(slugs[i], m)
 				case !errors.Is(err, errNotAdvertised):
 					be := discoveryError(slugs[i], err)
@@ -434,31 +430,38 @@ func (cat *catalog) sort() {
 func (d *discovery) advertises(ctx context.Context, slug string) error {
 	path := "/api/plugins/" + slug + "/"
 	return d.fetch(ctx, path, rootLimits.bytes, func(body []byte) error {
-		root, err := decode(body, rootLimits)
-		if err != nil {
-			return fmt.Errorf("GET %s: %w", path, err)
-		}
-		if root.kind != kindObject {
-			return fmt.Errorf("GET %s: the plugin root is not an object", path)
-		}
-		ad, found := root.get("mcp")
-		if !found || ad.kind == kindNull {
-			return errNotAdvertised
-		}
-		version, _ := ad.get("schema_version")
-		link, _ := ad.get("manifest")
-		if ad.kind != kindObject || len(ad.obj) != 2 || version.kind != kindString || version.s != "1" || link.kind != kindString {
-			return fmt.Errorf(`plugin %s: invalid mcp advertisement: must be exactly {"schema_version": "1", "manifest": "<link>"}`, quote(slug))
-		}
-		linked, err := d.c.resolveLink(link.s, true)
-		if err == nil && linked != path+"mcp/" {
-			err = fmt.Errorf("manifest link %s is not %smcp/", quote(link.s), path)
-		}
-		if err != nil {
-			return fmt.Errorf("plugin %s: invalid mcp advertisement: %v", quote(slug), err)
-		}
-		return nil
+		return remember("root "+slug+" at "+d.c.origin+d.c.prefix, body, 2*len(body), func() error { return d.c.advertisement(slug, path, body) })
 	})
+}
+
+// advertisement reads the plugin root of slug, at path, and its mcp member
+// (SPEC §3): nil when it advertises the manifest of slug, errNotAdvertised
+// when the plugin does not take part.
+func (c *client) advertisement(slug, path string, body []byte) error {
+	root, err := decode(body, rootLimits)
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", path, err)
+	}
+	if root.kind != kindObject {
+		return fmt.Errorf("GET %s: the plugin root is not an object", path)
+	}
+	ad, found := root.get("mcp")
+	if !found || ad.kind == kindNull {
+		return errNotAdvertised
+	}
+	version, _ := ad.get("schema_version")
+	link, _ := ad.get("manifest")
+	if ad.kind != kindObject || len(ad.obj) != 2 || version.kind != kindString || version.s != "1" || link.kind != kindString {
+		return fmt.Errorf(`plugin %s: invalid mcp advertisement: must be exactly {"schema_version": "1", "manifest": "<link>"}`, quote(slug))
+	}
+	linked, err := c.resolveLink(link.s, true)
+	if err == nil && linked != path+"mcp/" {
+		err = fmt.Errorf("manifest link %s is not %smcp/", quote(link.s), path)
+	}
+	if err != nil {
+		return fmt.Errorf("plugin %s: invalid mcp advertisement: %v", quote(slug), err)
+	}
+	return nil
 }
 
 // scanOne discovers the selected plugin and fails closed on any problem.
@@ -483,7 +486,7 @@ func (c *client) selected(ctx context.Context, slug string, opts callOptions) (m
 	d, ctx, cancel := c.newDiscovery(ctx, opts)
 	defer cancel()
 	var wg sync.WaitGroup
-	wg.Go(func() { m, manifestErr = d.manifest(ctx, slug) })
+	wg.Go(func() { m, manifestErr = d.manifest(ctx, slug, false) })
 	err := d.advertises(ctx, slug)
 	if err != nil && !errors.Is(err, errNotAdvertised) {
 		cancel() // the manifest is of no use now
@@ -517,13 +520,27 @@ func (e *manifestError) Error() string {
 	return msg
 }
 
-// manifest fetches and checks the manifest of slug.
-func (d *discovery) manifest(ctx context.Context, slug string) (m *manifest, err error) {
+// parsedManifest is what parseManifest makes of a body: the manifest, or
+// its problems.
+type parsedManifest struct {
+	m  *manifest
+	ps problems
+}
+
+// manifest fetches and checks the manifest of slug; light, for a full scan,
+// without its compiled schemas. A body seen before costs a hash (memo).
+func (d *discovery) manifest(ctx context.Context, slug string, light bool) (m *manifest, err error) {
 	path := "/api/plugins/" + slug + "/mcp/"
 	err = d.fetch(ctx, path, manifestLimits.bytes, func(body []byte) error {
-		var ps problems
-		if m, ps = parseManifest(body); len(ps) > 0 {
-			return &manifestError{path, ps}
+		parsed := remember(fmt.Sprint("manifest, light ", light), body, len(body)*map[bool]int{true: 2, false: 24}[light], func() parsedManifest {
+			m, ps := parseManifest(body)
+			if light && m != nil {
+				m = m.withoutSchemas()
+			}
+			return parsedManifest{m, ps}
+		})
+		if m = parsed.m; len(parsed.ps) > 0 {
+			return &manifestError{path, parsed.ps}
 		}
 		if m.plugin != slug {
 			return fmt.Errorf("manifest %s %w %s, not %s", path, errOtherPlugin, quote(m.plugin), quote(slug))
@@ -531,6 +548,57 @@ func (d *discovery) manifest(ctx context.Context, slug string) (m *manifest, err
 		return nil
 	})
 	return m, err
+}
+
+// ---- the memo (SPEC §10) ----
+
+// memo is what discovery computed from bodies it has seen, so that a body
+// byte for byte the same as one before costs a hash, not a parse. Every
+// body is still fetched: only the computation over identical bytes is
+// shared. A value is keyed by the SHA-256 of its body and of what else it
+// depends on, and is never changed once stored. The memo is bounded in
+// entries and in what its values are charged (an estimate of the memory
+// they hold): a full memo is emptied, so a NetBox that serves new bytes
+// every time costs a parse every time, and no more memory. Its lock guards
+// values and charged.
+var memo = struct {
+	sync.Mutex
+	values  map[[sha256.Size]byte]any
+	charged int
+}{values: map[[sha256.Size]byte]any{}}
+
+// The memo's bounds: with full manifests charged 24 times their bytes (a
+// compiled schema of dense enums costs about 22), 8 MiB keeps any one
+// plugin's manifest and the light manifests of a maximal catalog.
+const (
+	memoEntries = 512
+	memoCharge  = 8 << 20
+)
+
+// remember returns compute's value for body in scope, computed only when
+// the memo does not hold it; charge is what the value is charged.
+func remember[T any](scope string, body []byte, charge int, compute func() T) T {
+	h := sha256.New()
+	h.Write([]byte(scope + "\x00"))
+	h.Write(body)
+	var key [sha256.Size]byte
+	h.Sum(key[:0])
+	memo.Lock()
+	v, found := memo.values[key]
+	memo.Unlock()
+	if found {
+		t, _ := v.(T) // a nil error is stored as nil
+		return t
+	}
+	t := compute()
+	memo.Lock()
+	defer memo.Unlock()
+	if len(memo.values) >= memoEntries || memo.charged+charge > memoCharge {
+		clear(memo.values)
+		memo.charged = 0
+	}
+	memo.values[key], memo.charged = t, memo.charged+charge
+	return t
 }
 
 // pluginRoot checks one link of the plugin list and returns its slug. The

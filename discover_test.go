@@ -2176,3 +2176,64 @@ func TestConcurrentFullScansAreShared(t *testing.T) {
 	giveUp()
 	waitFor(t, stuck, "the shared scan's request to end when its last caller gave up")
 }
+
+// TestMemo: SPEC §10, a body byte for byte the same as one seen before
+// costs a hash, not a parse; a different byte is a new computation; the
+// memo stays within its bounds whatever bodies come, emptying itself when
+// full (issue 31).
+func TestMemo(t *testing.T) {
+	computed := 0
+	compute := func() int { computed++; return computed }
+	a, b := []byte(`{"x": 1}`), []byte(`{"x": 2}`)
+	first, again := remember("test", a, 1, compute), remember("test", a, 1, compute) // the second time, the same bytes: no computation
+	if first != 1 || again != 1 || remember("test", b, 1, compute) != 2 || remember("other scope", a, 1, compute) != 3 || computed != 3 {
+		t.Fatalf("%d computations for 2 bodies in 2 scopes, one seen twice", computed)
+	}
+	// A NetBox that serves new bytes every time: the memo never passes its bounds.
+	for i := range 3 * memoEntries {
+		remember("hostile", fmt.Appendf(nil, `{"n": %d}`, i), 64<<10, compute)
+		memo.Lock()
+		n, charged := len(memo.values), memo.charged
+		memo.Unlock()
+		if n > memoEntries || charged > memoCharge {
+			t.Fatalf("after %d new bodies: %d entries charged %d bytes, over %d and %d", i+1, n, charged, memoEntries, memoCharge)
+		}
+	}
+}
+
+// TestMemoNeverStale: SPEC §3 and §10, every call still fetches the root
+// and the manifest, so a changed byte takes effect on the very next call: a
+// write tool removed from the manifest, or the advertisement removed from
+// the root, can never stay callable; and full scans running beside calls
+// of the same manifest (whose light copies have no schemas) leave the
+// calls' validation intact (issue 31).
+func TestMemoNeverStale(t *testing.T) {
+	t.Parallel()
+	f := newInvNetBox(t)
+	cs := connect(t, newBridge(f, true), protocolVersions[0], nil)
+	if r := callInv(t, cs, "create", map[string]any{"name": "x"}); r.isError {
+		t.Fatalf("the write before the change: %s", r.text)
+	}
+	f.plugin("inv", func(p *fakePlugin) { p.manifest = manifestJSON("inv", searchTool, peekTool, purgeTool) }) // create removed
+	wantError(t, callInv(t, cs, "create", map[string]any{"name": "x"}), "tool_not_found", false)
+	f.plugin("inv", func(p *fakePlugin) { p.root = `{"mcp": null}` })
+	wantError(t, callInv(t, cs, "search", map[string]any{}), "not_advertised", false)
+	f.plugin("inv", func(p *fakePlugin) {
+		p.root = ""
+		p.manifest = manifestJSON("inv", searchTool, peekTool, createTool, purgeTool)
+	})
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Go(func() {
+			if i%2 == 0 {
+				call(t, cs, "plugin_list_tools", map[string]any{"header": []string{fmt.Sprintf("X-Caller: %d", i)}})
+				return
+			}
+			r := callInv(t, cs, "create", map[string]any{"name": 7}) // a number where the schema says string
+			if r.code() != "invalid_arguments" {
+				t.Errorf("a call beside full scans: %s, want invalid_arguments (its input schema must hold)", r.text)
+			}
+		})
+	}
+	wg.Wait()
+}

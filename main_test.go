@@ -2055,9 +2055,12 @@ func BenchmarkScanFloor(b *testing.B) {
 			}
 			// Once, untimed: the scan finds every tool, the floor succeeds.
 			out, err := scan().Output()
-			var doc struct{ Tools, Problems []json.RawMessage }
-			if err != nil || json.Unmarshal(out, &doc) != nil || len(doc.Tools) != 4*specScanRoots || len(doc.Problems) != 0 {
-				b.Fatalf("scan: %v, %d tools, problems %s", err, len(doc.Tools), doc.Problems)
+			var doc struct { // the index: tools grouped by plugin
+				Plugins  []struct{ Tools []json.RawMessage }
+				Problems []json.RawMessage
+			}
+			if err != nil || json.Unmarshal(out, &doc) != nil || len(doc.Plugins) != specScanRoots || len(doc.Plugins[0].Tools) != 4 || len(doc.Problems) != 0 {
+				b.Fatalf("scan: %v, %d plugins, problems %s", err, len(doc.Plugins), doc.Problems)
 			}
 			if out, err := floor().CombinedOutput(); err != nil {
 				b.Fatalf("floor client: %v\n%s", err, out)
@@ -5600,9 +5603,10 @@ func codeLines(src []byte) int {
 // TestCodeBudget: the non-test source stays within the design card's
 // budget, blanks and comments excluded: 4,500 lines (issue 21), plus 60 for
 // the hardening of issue 28, 350 for the OpenAPI schema of issue 26, 80 for
-// issue 30 and 150 for the release and metrics of issue 29 (5,140 with
-// these). It is over that for now, by what the OpenAPI section took beyond
-// its share; the simplification pass that follows pays it back.
+// issue 30, 150 for the release and metrics of issue 29 and 60 for the
+// memo of issue 31 (5,200 with these). It is over that for now, by what the
+// OpenAPI section took beyond its share; the simplification pass that
+// follows pays it back.
 func TestCodeBudget(t *testing.T) {
 	t.Parallel()
 	total := 0
@@ -5613,7 +5617,7 @@ func TestCodeBudget(t *testing.T) {
 		}
 		total += codeLines(src)
 	}
-	const budget = 5380
+	const budget = 5440
 	if total > budget {
 		t.Errorf("the non-test source is %d code lines, over the budget of %d", total, budget)
 	}

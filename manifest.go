@@ -39,6 +39,20 @@ type tool struct {
 	output                            *schema // nil when absent
 }
 
+// withoutSchemas is a copy of m whose tools have no compiled schemas, which
+// can cost many times their text: what a full scan lists (descriptors
+// only). Such tools are never dispatched, for a nil schema accepts
+// anything: a call discovers its plugin again, with its schemas.
+func (m *manifest) withoutSchemas() *manifest {
+	light := &manifest{plugin: m.plugin}
+	for _, t := range m.tools {
+		copied := *t
+		copied.input, copied.output = nil, nil
+		light.tools = append(light.tools, &copied)
+	}
+	return light
+}
+
 func (m *manifest) tool(name string) *tool {
 	if i := slices.IndexFunc(m.tools, func(t *tool) bool { return t.name == name }); i >= 0 {
 		return m.tools[i]
@@ -236,7 +250,9 @@ func firstSentence(d string) string {
 			break
 		}
 	}
-	d = strings.Join(strings.Fields(d), " ")
+	if strings.Contains(d, "  ") || strings.ContainsFunc(d, func(r rune) bool { return r != ' ' && unicode.IsSpace(r) }) || strings.TrimSpace(d) != d {
+		d = strings.Join(strings.Fields(d), " ")
+	}
 	if utf8.RuneCountInString(d) > summaryLimit {
 		d = string([]rune(d)[:summaryLimit-1]) + "…"
 	}

@@ -921,6 +921,7 @@ func compile(v value, loc *location, ps *problems) *schema {
 		case "const":
 			s.constant = &v.obj[i].val
 		case "properties":
+			s.props, s.propIndex = make([]property, 0, len(val.obj)), make(map[string]int, len(val.obj)) // each grows once
 			for _, p := range val.obj {
 				loc.push(p.key)
 				s.addProperty(property{name: p.key, schema: compile(p.val, loc, ps), declared: true})
