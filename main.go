@@ -1695,7 +1695,7 @@ func checkLiveTool(ctx context.Context, c *client, ct catalogTool, given map[str
 		lt.note = fmt.Sprintf("not called: it needs arguments; give --arguments %s=JSON", t.name)
 		return lt
 	}
-	p, _ := prepare(ct, build([]byte(args)), callOptions{}, schemaID)
+	p, _ := prepare(ct, decodeChecked([]byte(args)), callOptions{}, schemaID)
 	anon := p.req // without arguments, args is {}: no query
 	anon.anon = true
 	if resp, err := c.do(ctx, anon); resp == nil {
@@ -2018,7 +2018,7 @@ func crossCheckTool(o *openapi, slug string, t *tool, ps, notes *problems) {
 		ps.add(at, "NetBox's API schema has no %s %s", t.method, path)
 		return
 	}
-	descriptor := build(t.descriptor)
+	descriptor := decodeChecked(t.descriptor)
 	input, _ := descriptor.get("inputSchema")
 	output, _ := descriptor.get("outputSchema")
 	c := &converter{openapi: o}

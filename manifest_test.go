@@ -368,7 +368,7 @@ func TestValidManifests(t *testing.T) {
 			t.Errorf("%s: %d tools", f, len(m.tools))
 		}
 		for _, tl := range m.tools {
-			if out, ok := build(tl.descriptor).get("outputSchema"); !ok || (tl.output == nil) != (out.kind == kindNull) {
+			if out, ok := decodeChecked(tl.descriptor).get("outputSchema"); !ok || (tl.output == nil) != (out.kind == kindNull) {
 				t.Errorf("%s: %s: outputSchema not kept as in the manifest", f, tl.name)
 			}
 		}

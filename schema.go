@@ -16,6 +16,27 @@ import (
 	"unicode/utf8"
 )
 
+// schema.go is the JSON of the bridge: the one strict, bounded decoder of
+// every document it reads (SPEC §6), and the JSON Schema subset that a
+// manifest's schemas are compiled into and arguments and answers are
+// validated against (SPEC §5).
+//
+// One pass: a scanner reads the bytes once, checking the strict rules and
+// the document's bounds (bytes, depth, values) as it goes and, given a
+// compiled schema, validating the value as it reads it, so that arguments
+// and answers are checked straight from their bytes, without a tree. Where
+// a tree is needed (a manifest, a plugin root, a call's own arguments),
+// decode runs the same strict pass first, recording the size of each
+// container, and only then builds the tree, from two arrays of the exact
+// size; nothing is built from a document that breaks a rule.
+//
+// Reading order, in sections: documents and values; exact numbers;
+// problems and their locations; the compiled schema; the scanner, the
+// strict pass; validation on top of it; trees, decoded and encoded;
+// compiling a schema; text helpers.
+
+// ---- documents and values (SPEC §3, §5, §6) ----
+
 // limits bound one JSON document while it is decoded (SPEC §3, §5, §6).
 type limits struct {
 	bytes  int // document size in bytes
@@ -75,6 +96,287 @@ func (v value) get(key string) (value, bool) {
 	}
 	return value{}, false
 }
+
+// ---- exact numbers (SPEC §5) ----
+
+// exact is the exact value of a checked number token. Tokens are short and
+// within the double range, so the arithmetic on them stays cheap (SPEC §5).
+func exact(tok string) *big.Rat {
+	if r, ok := new(big.Rat).SetString(tok); ok {
+		return r
+	}
+	return new(big.Rat) // SetString refuses exponents past 1e6: only zeros get that far
+}
+
+// isInteger applies the SPEC §5 integer rule to a number token: integer
+// tokens always, other tokens when integral and within ±9007199254740991.
+func isInteger(tok string, plain bool) bool {
+	if plain {
+		return true
+	}
+	r := exact(tok)
+	return r.IsInt() && r.Num().CmpAbs(maxSafeInteger) <= 0
+}
+
+// equal is JSON equality: numbers by exact value, objects regardless of order.
+func equal(a, b value) bool {
+	switch {
+	case a.kind != b.kind:
+		return false
+	case a.kind == kindNull || a.kind == kindBool: // a null's b is false
+		return a.b == b.b
+	case a.kind == kindNumber || a.kind == kindString:
+		return a.s == b.s || a.kind == kindNumber && exact(a.s).Cmp(exact(b.s)) == 0
+	case a.kind == kindArray:
+		return slices.EqualFunc(a.arr, b.arr, equal)
+	}
+	return len(a.obj) == len(b.obj) && !slices.ContainsFunc(a.obj, func(m member) bool {
+		o, ok := b.get(m.key)
+		return !ok || !equal(m.val, o)
+	})
+}
+
+// ---- problems and locations ----
+
+// problem is one rule broken at a JSON location. It is the error of the
+// strict decoder, the manifest rules, the schema compiler and the validator.
+type problem struct {
+	Location string `json:"location"`
+	Message  string `json:"message"`
+	Line     int    `json:"line,omitempty"` // of Location in the document, when known
+	Column   int    `json:"column,omitempty"`
+	Tool     string `json:"tool,omitempty"` // the name of the manifest's tool at Location
+	offset   int    // of Location in the document, for the file's order
+}
+
+func (p *problem) Error() string {
+	if p.Location == "" {
+		return p.Message
+	}
+	return p.Location + ": " + p.Message
+}
+
+// problems lists the rules one document breaks, every one of them: a
+// checker tells whether a part of the document broke a rule by the growth
+// of the list, so nothing may be dropped. Their number is bounded by the
+// document's values, each of which breaks at most a few rules; printers
+// show capped().
+type problems []problem
+
+// problemLimit is how many problems a printer shows.
+const problemLimit = 100
+
+func (ps *problems) add(loc, format string, args ...any) {
+	ps.put(problem{Location: loc, Message: fmt.Sprintf(format, args...)})
+}
+
+func (ps *problems) put(p problem) { *ps = append(*ps, p) }
+
+// addErr adds a decoder or validator error, a *problem.
+func (ps *problems) addErr(err error) {
+	if p, ok := err.(*problem); ok {
+		ps.put(*p)
+		return
+	}
+	ps.add("", "%v", err)
+}
+
+// capped is what a printer shows: the first problemLimit problems, then a
+// line that counts the others.
+func (ps problems) capped() problems {
+	if len(ps) <= problemLimit {
+		return ps
+	}
+	return append(ps[:problemLimit:problemLimit], problem{Message: fmt.Sprintf("and %d more problems: fix these and check again", len(ps)-problemLimit)})
+}
+
+// plainKey are the bytes of a key that a location renders after a dot.
+const plainKey = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_$-"
+
+// child renders the location of an object member; a key of other bytes is
+// quoted, and a long one clipped.
+func child(loc, key string) string {
+	switch {
+	case key == "" || len(key) > clipLimit || strings.Trim(key, plainKey) != "":
+		return loc + "[" + quote(key) + "]"
+	case loc == "":
+		return key
+	}
+	return loc + "." + key
+}
+
+func index(loc string, i int) string { return loc + "[" + strconv.Itoa(i) + "]" }
+
+// locationSegment is the first segment of a location as child and index
+// render it: .key (the dot optional first), [index], or ["key"], clipped
+// when followed by an ellipsis.
+var locationSegment = regexp.MustCompile(`^(?:\.?([A-Za-z0-9_$-]+)|\[([0-9]+)\]|\[("(?:[^"\\]|\\.)*")(…?)\])`)
+
+// find returns the deepest value below v on the location loc, rendered
+// from v as child and index render one.
+func (v value) find(loc string) value {
+	for m := locationSegment.FindStringSubmatch(loc); m != nil; m = locationSegment.FindStringSubmatch(loc) {
+		loc = loc[len(m[0]):]
+		if i, err := strconv.Atoi(m[2]); err == nil && i < len(v.arr) {
+			v = v.arr[i]
+			continue
+		}
+		key := m[1]
+		if m[3] != "" {
+			key, _ = strconv.Unquote(m[3])
+		}
+		i := slices.IndexFunc(v.obj, func(e member) bool { return e.key == key || m[4] != "" && strings.HasPrefix(e.key, key) })
+		if m[2] != "" || i < 0 {
+			return v
+		}
+		v = v.obj[i].val
+	}
+	return v
+}
+
+// here stands for the location of the value being read until the caller,
+// on failure only, puts the real location in its place.
+const here = "\x00"
+
+// relocate puts loc in place of here in the location of a problem.
+func relocate(err error, loc string) error {
+	if p, ok := err.(*problem); ok && strings.HasPrefix(p.Location, here) {
+		p.Location = loc + p.Location[len(here):]
+	}
+	return err
+}
+
+// ---- the compiled schema (SPEC §5) ----
+
+// typeMask is a set of JSON Schema type names.
+type typeMask uint8
+
+const (
+	typeNull typeMask = 1 << iota
+	typeBoolean
+	typeInteger
+	typeNumber
+	typeString
+	typeArray
+	typeObject
+	scalarTypes = typeNull | typeBoolean | typeInteger | typeNumber | typeString
+)
+
+// typeNames are the seven type names, in the order of their typeMask bits.
+var typeNames = [...]string{"null", "boolean", "integer", "number", "string", "array", "object"}
+
+func (t typeMask) String() string {
+	var names []string
+	for i, n := range typeNames {
+		if t&(1<<i) != 0 {
+			names = append(names, n)
+		}
+	}
+	return strings.Join(names, " or ")
+}
+
+// schema is a compiled schema of the bridge-v1 subset (SPEC §5). A nil
+// *schema accepts anything.
+type schema struct {
+	never         bool     // the false schema
+	types         typeMask // 0: any type
+	enum          []value
+	hasEnum       bool
+	constant      *value
+	props         []property
+	propIndex     map[string]int
+	required      []int // indexes into props
+	additional    *schema
+	propertyNames *schema
+	items         *schema
+	unique        bool
+	dateTime      bool
+	counts        [6]int      // of countKeywords, a maximum -1 when absent
+	numbers       [5]*decimal // of numberRules
+}
+
+// countKeywords name schema.counts: the least and the most items,
+// characters and properties.
+var countKeywords = [6]string{"minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties"}
+
+// The pairs of countKeywords.
+const itemCounts, lengthCounts, propertyCounts = 0, 2, 4
+
+// numberRules are the keywords of schema.numbers: a number breaks one when
+// fails holds of it and the keyword's value.
+var numberRules = [5]numberRule{
+	{"minimum", "less than minimum", func(n decimal, b *decimal) bool { return n.cmp(b) < 0 }},
+	{"maximum", "greater than maximum", func(n decimal, b *decimal) bool { return n.cmp(b) > 0 }},
+	{"exclusiveMinimum", "not greater than exclusiveMinimum", func(n decimal, b *decimal) bool { return n.cmp(b) <= 0 }},
+	{"exclusiveMaximum", "not less than exclusiveMaximum", func(n decimal, b *decimal) bool { return n.cmp(b) >= 0 }},
+	{"multipleOf", "not a multiple of", func(n decimal, b *decimal) bool { return !n.multipleOf(b) }},
+}
+
+type numberRule struct {
+	keyword, what string
+	fails         func(n decimal, b *decimal) bool
+}
+
+// property is a name the schema declares in properties or required.
+type property struct {
+	name     string
+	schema   *schema // nil when only required: additional applies
+	declared bool
+}
+
+// decimal is the value of a number token: the int64 i64 when rat is nil,
+// which spares exact arithmetic for most numbers.
+type decimal struct {
+	i64  int64
+	rat  *big.Rat
+	text string // the token, of a keyword's value
+}
+
+// newDecimal is the value of a checked number token.
+func newDecimal(tok []byte) decimal {
+	if i, err := strconv.ParseInt(string(tok), 10, 64); err == nil {
+		return decimal{i64: i}
+	}
+	return decimal{rat: exact(string(tok))}
+}
+
+func (d decimal) exact() *big.Rat {
+	if d.rat == nil {
+		return new(big.Rat).SetInt64(d.i64)
+	}
+	return d.rat
+}
+
+func (d decimal) cmp(b *decimal) int {
+	if d.rat == nil && b.rat == nil {
+		return cmp.Compare(d.i64, b.i64)
+	}
+	return d.exact().Cmp(b.exact())
+}
+
+// multipleOf reports whether d is a multiple of b, which is positive.
+func (d decimal) multipleOf(b *decimal) bool {
+	if d.rat == nil && b.rat == nil {
+		return d.i64%b.i64 == 0
+	}
+	return new(big.Rat).Quo(d.exact(), b.exact()).IsInt()
+}
+
+var (
+	falseSchema = &schema{never: true}
+	anySchema   = &schema{counts: [6]int{0, -1, 0, -1, 0, -1}}
+)
+
+// propertySchema is the schema of the value of property i, or of a
+// property the schema does not declare when i < 0.
+func (s *schema) propertySchema(i int) *schema {
+	if i >= 0 && s.props[i].declared {
+		return s.props[i].schema
+	}
+	return s.additional
+}
+
+// ---- the scanner: strict JSON in one pass (SPEC §6) ----
 
 // scanner is the one strict tokenizer under every document the bridge reads.
 // It enforces the depth and value limits while it reads.
@@ -342,709 +644,7 @@ func (sc *scanner) number() (tok []byte, plain bool, err error) {
 	return tok, plain, nil
 }
 
-// decode reads one strict JSON document into a value tree. Its strict pass
-// is scanDocument with no schema (checkStrict's pass), which here also
-// records each container's size, so building the tree needs no checks and
-// cuts the containers from two arrays of the exact size. The tree's strings and number tokens share one copy of the
-// document, so any part of it keeps all of it alive: what outlives the
-// document copies what it keeps (a tool its strings), or holds the whole
-// tree (a compiled schema, which a full scan lets go).
-func decode(data []byte, lim limits) (value, error) {
-	checked, err := scanDocument(data, lim, nil, "", make([]int32, 0, 64))
-	if err != nil {
-		return value{}, err
-	}
-	// Every value but the top-level one is a member or an element.
-	sc := scanner{data: data, text: string(data), sizes: checked.sizes,
-		members: make([]member, checked.memberCount), elements: make([]value, checked.values-1-checked.memberCount)}
-	return sc.build(), nil
-}
-
-// members calls each with the key and the raw bytes of the value of each
-// member of data, a document already checked whole, when it is an object;
-// it builds no tree, so that a large document is decoded one part at a time.
-func members(data []byte, each func(key string, raw []byte)) {
-	sc := scanner{data: data, lim: limits{bytes: len(data), depth: math.MaxInt, values: math.MaxInt}}
-	if sc.peek() != '{' {
-		return
-	}
-	sc.open(anySchema, typeObject, "")
-	for n := 0; sc.more('}', n, -1); n++ {
-		key, _ := sc.str(true)
-		sc.peek()
-		sc.pos++ // the colon
-		sc.skip(false)
-		start := sc.pos
-		sc.validate(nil, "")
-		each(string(key), data[start:sc.pos])
-	}
-}
-
-// build reads a document that is already known to be valid, within the
-// bounds it was checked against.
-func build(data []byte) value {
-	v, _ := decode(data, limits{bytes: len(data), depth: math.MaxInt, values: math.MaxInt})
-	return v
-}
-
-// build reads a value that decode's strict pass has accepted: white space,
-// commas and colons only separate what it reads.
-func (sc *scanner) build() value {
-	sc.skip(true)
-	v := value{offset: int32(sc.pos)}
-	switch c := sc.data[sc.pos]; c {
-	case '{', '[':
-		sc.pos++
-		n := int(sc.sizes[0])
-		sc.sizes = sc.sizes[1:]
-		if c == '{' {
-			v.kind, v.obj, sc.members = kindObject, sc.members[:n:n], sc.members[n:]
-			for i := range v.obj {
-				sc.skip(true)
-				v.obj[i] = member{sc.buildString(), sc.build()}
-			}
-		} else {
-			v.kind, v.arr, sc.elements = kindArray, sc.elements[:n:n], sc.elements[n:]
-			for i := range v.arr {
-				v.arr[i] = sc.build()
-			}
-		}
-		sc.skip(true)
-		sc.pos++
-	case '"':
-		v.kind, v.s = kindString, sc.buildString()
-	case 't', 'f', 'n':
-		sc.literal(anySchema, "") // checked: it cannot fail
-		if v.b = c == 't'; c != 'n' {
-			v.kind = kindBool
-		}
-	default:
-		start := sc.pos
-		for sc.pos < len(sc.data) && strings.IndexByte("+-.0123456789eE", sc.data[sc.pos]) >= 0 {
-			sc.pos++
-		}
-		v.kind, v.s = kindNumber, sc.text[start:sc.pos]
-	}
-	return v
-}
-
-// buildString reads a checked string token: without escapes it is a slice
-// of the document's text.
-func (sc *scanner) buildString() string {
-	start := sc.pos
-	n := bytes.IndexByte(sc.data[start+1:], '"')
-	if bytes.IndexByte(sc.data[start+1:start+1+n], '\\') < 0 {
-		sc.pos = start + n + 2
-		return sc.text[start+1 : sc.pos-1]
-	}
-	sc.str(false) // checked: it cannot fail
-	return unescape(sc.data[start:sc.pos])
-}
-
-// appendJSON appends the compact encoding of v. Number tokens are copied as
-// they were read.
-func appendJSON(b []byte, v value) []byte {
-	switch v.kind {
-	case kindNull:
-		return append(b, "null"...)
-	case kindBool:
-		return strconv.AppendBool(b, v.b)
-	case kindNumber:
-		return append(b, v.s...)
-	case kindString:
-		return appendString(b, v.s)
-	}
-	b = append(b, "[{"[v.kind-kindArray]) // an array or an object, whose other slice is empty
-	for i := range len(v.arr) + len(v.obj) {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		if v.kind == kindArray {
-			b = appendJSON(b, v.arr[i])
-		} else {
-			b = appendJSON(append(appendString(b, v.obj[i].key), ':'), v.obj[i].val)
-		}
-	}
-	return append(b, "]}"[v.kind-kindArray])
-}
-
-// appendString appends s, valid UTF-8, as a JSON string: '"', '\\' and
-// every control character (Unicode Cc: C0, DEL and C1, SPEC §9) escaped,
-// every other byte copied as it is, in runs.
-func appendString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c != 0x7f && !c1Control(s, i) {
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch {
-		case c == '"' || c == '\\':
-			b = append(b, '\\', c)
-		case c == '\n':
-			b = append(b, '\\', 'n')
-		case c == 0xc2: // U+0080–U+009F: the code point is its second byte
-			i++
-			c = s[i]
-			fallthrough
-		default:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-		}
-		start = i + 1
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
-// c1Control reports whether a C1 control character (U+0080–U+009F, the
-// UTF-8 bytes C2 80 to C2 9F) starts at s[i].
-func c1Control(s string, i int) bool {
-	return s[i] == 0xc2 && i+1 < len(s) && s[i+1]-0x80 < 0x20
-}
-
-// encode returns the compact encoding of v.
-func encode(v value) []byte { return appendJSON(nil, v) }
-
-// measure counts in v's compact encoding (appendJSON's) what the scanner
-// counts against limits: bytes, nesting depth and values.
-func measure(v value) (size, depth, values int) {
-	switch v.kind {
-	case kindNull:
-		return len("null"), 0, 1
-	case kindBool:
-		return len(strconv.FormatBool(v.b)), 0, 1
-	case kindNumber:
-		return len(v.s), 0, 1
-	case kindString:
-		return quotedLength(v.s), 0, 1
-	}
-	size, depth, values = 1+max(len(v.arr)+len(v.obj), 1), 1, 1 // brackets and commas
-	add := func(e value, key int) {
-		s, d, n := measure(e)
-		size, depth, values = size+key+s, max(depth, d+1), values+n
-	}
-	for _, e := range v.arr {
-		add(e, 0)
-	}
-	for _, m := range v.obj {
-		add(m.val, quotedLength(m.key)+1)
-	}
-	return size, depth, values
-}
-
-// quotedLength is the length of appendString's encoding of s.
-func quotedLength(s string) int {
-	n := len(s) + 2
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c == '"' || c == '\\' || c == '\n' {
-			n++
-		} else if c < 0x20 || c == 0x7f {
-			n += 5
-		} else if c1Control(s, i) {
-			n += 4 // two bytes become six
-		}
-	}
-	return n
-}
-
-// clipLimit bounds how much hostile text a message may echo (SPEC §4).
-const clipLimit = 200
-
-// quote renders s for a message, clipped to clipLimit characters.
-func quote(s string) string {
-	if utf8.RuneCountInString(s) > clipLimit {
-		return strconv.Quote(string([]rune(s)[:clipLimit])) + "…"
-	}
-	return strconv.Quote(s)
-}
-
-// ---- exact numbers ----
-
-// exact is the exact value of a checked number token. Tokens are short and
-// within the double range, so the arithmetic on them stays cheap (SPEC §5).
-func exact(tok string) *big.Rat {
-	if r, ok := new(big.Rat).SetString(tok); ok {
-		return r
-	}
-	return new(big.Rat) // SetString refuses exponents past 1e6: only zeros get that far
-}
-
-// isInteger applies the SPEC §5 integer rule to a number token: integer
-// tokens always, other tokens when integral and within ±9007199254740991.
-func isInteger(tok string, plain bool) bool {
-	if plain {
-		return true
-	}
-	r := exact(tok)
-	return r.IsInt() && r.Num().CmpAbs(maxSafeInteger) <= 0
-}
-
-// equal is JSON equality: numbers by exact value, objects regardless of order.
-func equal(a, b value) bool {
-	switch {
-	case a.kind != b.kind:
-		return false
-	case a.kind == kindNull || a.kind == kindBool: // a null's b is false
-		return a.b == b.b
-	case a.kind == kindNumber || a.kind == kindString:
-		return a.s == b.s || a.kind == kindNumber && exact(a.s).Cmp(exact(b.s)) == 0
-	case a.kind == kindArray:
-		return slices.EqualFunc(a.arr, b.arr, equal)
-	}
-	return len(a.obj) == len(b.obj) && !slices.ContainsFunc(a.obj, func(m member) bool {
-		o, ok := b.get(m.key)
-		return !ok || !equal(m.val, o)
-	})
-}
-
-// ---- problems and locations ----
-
-// problem is one rule broken at a JSON location. It is the error of the
-// strict decoder, the manifest rules, the schema compiler and the validator.
-type problem struct {
-	Location string `json:"location"`
-	Message  string `json:"message"`
-	Line     int    `json:"line,omitempty"` // of Location in the document, when known
-	Column   int    `json:"column,omitempty"`
-	Tool     string `json:"tool,omitempty"` // the name of the manifest's tool at Location
-	offset   int    // of Location in the document, for the file's order
-}
-
-func (p *problem) Error() string {
-	if p.Location == "" {
-		return p.Message
-	}
-	return p.Location + ": " + p.Message
-}
-
-// problems lists the rules one document breaks, every one of them: a
-// checker tells whether a part of the document broke a rule by the growth
-// of the list, so nothing may be dropped. Their number is bounded by the
-// document's values, each of which breaks at most a few rules; printers
-// show capped().
-type problems []problem
-
-// problemLimit is how many problems a printer shows.
-const problemLimit = 100
-
-func (ps *problems) add(loc, format string, args ...any) {
-	ps.put(problem{Location: loc, Message: fmt.Sprintf(format, args...)})
-}
-
-func (ps *problems) put(p problem) { *ps = append(*ps, p) }
-
-// addErr adds a decoder or validator error, a *problem.
-func (ps *problems) addErr(err error) {
-	if p, ok := err.(*problem); ok {
-		ps.put(*p)
-		return
-	}
-	ps.add("", "%v", err)
-}
-
-// capped is what a printer shows: the first problemLimit problems, then a
-// line that counts the others.
-func (ps problems) capped() problems {
-	if len(ps) <= problemLimit {
-		return ps
-	}
-	return append(ps[:problemLimit:problemLimit], problem{Message: fmt.Sprintf("and %d more problems: fix these and check again", len(ps)-problemLimit)})
-}
-
-// plainKey are the bytes of a key that a location renders after a dot.
-const plainKey = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_$-"
-
-// child renders the location of an object member; a key of other bytes is
-// quoted, and a long one clipped.
-func child(loc, key string) string {
-	switch {
-	case key == "" || len(key) > clipLimit || strings.Trim(key, plainKey) != "":
-		return loc + "[" + quote(key) + "]"
-	case loc == "":
-		return key
-	}
-	return loc + "." + key
-}
-
-func index(loc string, i int) string { return loc + "[" + strconv.Itoa(i) + "]" }
-
-// locationSegment is the first segment of a location as child and index
-// render it: .key (the dot optional first), [index], or ["key"], clipped
-// when followed by an ellipsis.
-var locationSegment = regexp.MustCompile(`^(?:\.?([A-Za-z0-9_$-]+)|\[([0-9]+)\]|\[("(?:[^"\\]|\\.)*")(…?)\])`)
-
-// find returns the deepest value below v on the location loc, rendered
-// from v as child and index render one.
-func (v value) find(loc string) value {
-	for m := locationSegment.FindStringSubmatch(loc); m != nil; m = locationSegment.FindStringSubmatch(loc) {
-		loc = loc[len(m[0]):]
-		if i, err := strconv.Atoi(m[2]); err == nil && i < len(v.arr) {
-			v = v.arr[i]
-			continue
-		}
-		key := m[1]
-		if m[3] != "" {
-			key, _ = strconv.Unquote(m[3])
-		}
-		i := slices.IndexFunc(v.obj, func(e member) bool { return e.key == key || m[4] != "" && strings.HasPrefix(e.key, key) })
-		if m[2] != "" || i < 0 {
-			return v
-		}
-		v = v.obj[i].val
-	}
-	return v
-}
-
-// here stands for the location of the value being read until the caller,
-// on failure only, puts the real location in its place.
-const here = "\x00"
-
-// relocate puts loc in place of here in the location of a problem.
-func relocate(err error, loc string) error {
-	if p, ok := err.(*problem); ok && strings.HasPrefix(p.Location, here) {
-		p.Location = loc + p.Location[len(here):]
-	}
-	return err
-}
-
-// ---- the schema subset ----
-
-// typeMask is a set of JSON Schema type names.
-type typeMask uint8
-
-const (
-	typeNull typeMask = 1 << iota
-	typeBoolean
-	typeInteger
-	typeNumber
-	typeString
-	typeArray
-	typeObject
-	scalarTypes = typeNull | typeBoolean | typeInteger | typeNumber | typeString
-)
-
-// typeNames are the seven type names, in the order of their typeMask bits.
-var typeNames = [...]string{"null", "boolean", "integer", "number", "string", "array", "object"}
-
-func (t typeMask) String() string {
-	var names []string
-	for i, n := range typeNames {
-		if t&(1<<i) != 0 {
-			names = append(names, n)
-		}
-	}
-	return strings.Join(names, " or ")
-}
-
-// schema is a compiled schema of the bridge-v1 subset (SPEC §5). A nil
-// *schema accepts anything.
-type schema struct {
-	never         bool     // the false schema
-	types         typeMask // 0: any type
-	enum          []value
-	hasEnum       bool
-	constant      *value
-	props         []property
-	propIndex     map[string]int
-	required      []int // indexes into props
-	additional    *schema
-	propertyNames *schema
-	items         *schema
-	unique        bool
-	dateTime      bool
-	counts        [6]int      // of countKeywords, a maximum -1 when absent
-	numbers       [5]*decimal // of numberRules
-}
-
-// countKeywords name schema.counts: the least and the most items,
-// characters and properties.
-var countKeywords = [6]string{"minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties"}
-
-// The pairs of countKeywords.
-const itemCounts, lengthCounts, propertyCounts = 0, 2, 4
-
-// numberRules are the keywords of schema.numbers: a number breaks one when
-// fails holds of it and the keyword's value.
-var numberRules = [5]numberRule{
-	{"minimum", "less than minimum", func(n decimal, b *decimal) bool { return n.cmp(b) < 0 }},
-	{"maximum", "greater than maximum", func(n decimal, b *decimal) bool { return n.cmp(b) > 0 }},
-	{"exclusiveMinimum", "not greater than exclusiveMinimum", func(n decimal, b *decimal) bool { return n.cmp(b) <= 0 }},
-	{"exclusiveMaximum", "not less than exclusiveMaximum", func(n decimal, b *decimal) bool { return n.cmp(b) >= 0 }},
-	{"multipleOf", "not a multiple of", func(n decimal, b *decimal) bool { return !n.multipleOf(b) }},
-}
-
-type numberRule struct {
-	keyword, what string
-	fails         func(n decimal, b *decimal) bool
-}
-
-// property is a name the schema declares in properties or required.
-type property struct {
-	name     string
-	schema   *schema // nil when only required: additional applies
-	declared bool
-}
-
-// decimal is the value of a number token: the int64 i64 when rat is nil,
-// which spares exact arithmetic for most numbers.
-type decimal struct {
-	i64  int64
-	rat  *big.Rat
-	text string // the token, of a keyword's value
-}
-
-// newDecimal is the value of a checked number token.
-func newDecimal(tok []byte) decimal {
-	if i, err := strconv.ParseInt(string(tok), 10, 64); err == nil {
-		return decimal{i64: i}
-	}
-	return decimal{rat: exact(string(tok))}
-}
-
-func (d decimal) exact() *big.Rat {
-	if d.rat == nil {
-		return new(big.Rat).SetInt64(d.i64)
-	}
-	return d.rat
-}
-
-func (d decimal) cmp(b *decimal) int {
-	if d.rat == nil && b.rat == nil {
-		return cmp.Compare(d.i64, b.i64)
-	}
-	return d.exact().Cmp(b.exact())
-}
-
-// multipleOf reports whether d is a multiple of b, which is positive.
-func (d decimal) multipleOf(b *decimal) bool {
-	if d.rat == nil && b.rat == nil {
-		return d.i64%b.i64 == 0
-	}
-	return new(big.Rat).Quo(d.exact(), b.exact()).IsInt()
-}
-
-var (
-	falseSchema = &schema{never: true}
-	anySchema   = &schema{counts: [6]int{0, -1, 0, -1, 0, -1}}
-)
-
-// propertySchema is the schema of the value of property i, or of a
-// property the schema does not declare when i < 0.
-func (s *schema) propertySchema(i int) *schema {
-	if i >= 0 && s.props[i].declared {
-		return s.props[i].schema
-	}
-	return s.additional
-}
-
-// ---- compiling ----
-
-// compileSchema compiles v, found at loc, and adds every rule it breaks to
-// ps. It returns nil when v breaks one.
-func compileSchema(v value, loc string, ps *problems) *schema {
-	before := len(*ps)
-	if s := compilePartial(v, loc, ps); len(*ps) == before {
-		return s
-	}
-	return nil
-}
-
-// compilePartial checks the per-schema bounds of SPEC §5 and compiles v,
-// adding every rule it breaks to ps. Unless v is too large, it returns a
-// schema even then, a partial one that still tells what each property
-// declares.
-func compilePartial(v value, loc string, ps *problems) *schema {
-	const tooLarge = "the schema is too large (64 KiB, depth 16 and 2048 values at most): "
-	switch size, depth, values := measure(v); {
-	case size > schemaLimits.bytes:
-		ps.add(loc, tooLarge+"%d bytes, more than %d", size, schemaLimits.bytes)
-	case depth > schemaLimits.depth:
-		ps.add(loc, tooLarge+"nesting deeper than %d", schemaLimits.depth)
-	case values > schemaLimits.values:
-		ps.add(loc, tooLarge+"more than %d values", schemaLimits.values)
-	default:
-		return compile(v, &location{root: loc, keys: make([]string, 0, schemaLimits.depth+1)}, ps)
-	}
-	return nil
-}
-
-// location is the JSON location of the value being compiled: a root and
-// the keys below it, pushed and popped as compile descends and rendered
-// only when a problem names them.
-type location struct {
-	root string
-	keys []string
-}
-
-func (l *location) push(key string) { l.keys = append(l.keys, key) }
-func (l *location) pop()            { l.keys = l.keys[:len(l.keys)-1] }
-
-func (l *location) String() string {
-	s := l.root
-	for _, k := range l.keys {
-		s = child(s, k)
-	}
-	return s
-}
-
-// compile compiles the schema v found at loc. It lists the subset's
-// keywords (SPEC §5) and checks each value as the meta-schema would; every
-// problem goes to ps. It returns nil only when v is not a schema.
-func compile(v value, loc *location, ps *problems) *schema {
-	switch {
-	case v.kind == kindBool && v.b:
-		return anySchema
-	case v.kind == kindBool:
-		return falseSchema
-	case v.kind != kindObject:
-		ps.add(loc.String(), "a schema must be an object or a boolean")
-		return nil
-	}
-	s := &schema{counts: anySchema.counts}
-	var required value
-	for i, m := range v.obj {
-		loc.push(m.key)
-		at, val := loc, m.val // the keyword's location, until loc.pop below
-		if k, typed := keywordKinds[m.key]; typed && val.kind != k {
-			ps.add(at.String(), "%s must be %s", m.key, map[kind]string{kindString: "a string", kindArray: "an array", kindBool: "a boolean", kindObject: "an object"}[k])
-			loc.pop()
-			continue
-		}
-		switch m.key {
-		case "type":
-			s.types = compileType(val, at, ps)
-		case "enum":
-			s.enum, s.hasEnum = val.arr, true
-		case "const":
-			s.constant = &v.obj[i].val
-		case "properties":
-			s.props, s.propIndex = make([]property, 0, len(val.obj)), make(map[string]int, len(val.obj)) // each grows once
-			for _, p := range val.obj {
-				loc.push(p.key)
-				s.addProperty(property{name: p.key, schema: compile(p.val, loc, ps), declared: true})
-				loc.pop()
-			}
-		case "required":
-			if required = val; val.kind != kindArray {
-				ps.add(at.String(), "required must be an array of strings")
-			}
-		case "additionalProperties":
-			s.additional = compile(val, at, ps)
-		case "propertyNames":
-			s.propertyNames = compile(val, at, ps)
-		case "items":
-			s.items = compile(val, at, ps)
-		case "minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties":
-			s.counts[slices.Index(countKeywords[:], m.key)] = countKeyword(val, at, ps)
-		case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf":
-			if val.kind != kindNumber {
-				ps.add(at.String(), "must be a number")
-				break
-			}
-			d := newDecimal([]byte(val.s))
-			d.text = val.s
-			s.numbers[slices.IndexFunc(numberRules[:], func(r numberRule) bool { return r.keyword == m.key })] = &d
-			if m.key == "multipleOf" && d.exact().Sign() <= 0 {
-				ps.add(at.String(), "multipleOf must be greater than 0")
-			}
-		case "uniqueItems":
-			s.unique = val.b
-		case "format":
-			if val.s != "date-time" {
-				ps.add(at.String(), "format %s is not supported: bridge v1 asserts only \"date-time\"", quote(val.s))
-			}
-			s.dateTime = true
-		case "title", "description", "examples", "deprecated", "readOnly", "writeOnly", "default": // annotations
-		default:
-			ps.add(at.String(), "keyword %s is not in the bridge-v1 schema subset: %s", quote(m.key), cmp.Or(subsetFixes[m.key], "remove it"))
-		}
-		loc.pop()
-	}
-	for i, r := range required.arr { // an array of distinct strings
-		j, ok := s.propIndex[r.s]
-		switch {
-		case r.kind != kindString:
-			ps.add(index(child(loc.String(), "required"), i), "required entries must be strings")
-			continue
-		case slices.ContainsFunc(required.arr[:i], func(e value) bool { return e.kind == kindString && e.s == r.s }):
-			ps.add(index(child(loc.String(), "required"), i), "required lists %s twice", quote(r.s))
-			continue
-		case !ok:
-			j = s.addProperty(property{name: r.s})
-		}
-		s.required = append(s.required, j)
-		if p := s.propertySchema(j); p != nil && p.never { // ajv's strict mode refuses it too
-			ps.add(index(child(loc.String(), "required"), i), "%s is required, but the schema forbids the property, so no instance is valid: add it to properties, or drop it from required", quote(r.s))
-		}
-	}
-	if it := s.items; s.unique && (it == nil || it.types == 0 || it.types&^scalarTypes != 0 || it.types&(it.types-1) != 0) {
-		ps.add(child(loc.String(), "uniqueItems"), "uniqueItems needs \"items\" that declares exactly one scalar type")
-	}
-	return s
-}
-
-// subsetFixes say what to do instead of the keywords outside the subset
-// that authors reach for; any other is removed.
-var subsetFixes = map[string]string{"$ref": "inline the schema it points to", "$defs": "inline its schemas where they are used",
-	"definitions": "inline its schemas where they are used", "pattern": "remove it, and check the value in the plugin's view",
-	"anyOf": "use one schema: a type list, or an enum", "oneOf": "use one schema: a type list, or an enum", "allOf": "merge its schemas into one"}
-
-// keywordKinds are the kinds that keywords of one kind must have; compile
-// reports a keyword of another kind and reads no further.
-var keywordKinds = map[string]kind{"enum": kindArray, "properties": kindObject, "uniqueItems": kindBool, "format": kindString,
-	"title": kindString, "description": kindString, "examples": kindArray, "deprecated": kindBool, "readOnly": kindBool, "writeOnly": kindBool}
-
-func (s *schema) addProperty(p property) int {
-	if s.propIndex == nil {
-		s.propIndex = make(map[string]int)
-	}
-	s.propIndex[p.name] = len(s.props)
-	s.props = append(s.props, p)
-	return len(s.props) - 1
-}
-
-func compileType(v value, loc *location, ps *problems) (mask typeMask) {
-	names := []value{v}
-	if v.kind == kindArray {
-		names = v.arr
-	}
-	if len(names) == 0 {
-		ps.add(loc.String(), "type must not be an empty array")
-	}
-	for _, n := range names {
-		switch i := slices.Index(typeNames[:], n.s); {
-		case n.kind != kindString || i < 0:
-			ps.add(loc.String(), "type must be one of the seven type names, or an array of them")
-		case mask&(1<<i) != 0:
-			ps.add(loc.String(), "type lists %s twice", quote(n.s))
-		default:
-			mask |= 1 << i
-			continue
-		}
-		return 0
-	}
-	return mask
-}
-
-// countKeyword reads a non-negative integer keyword value; a count past
-// the int range is math.MaxInt.
-func countKeyword(v value, loc *location, ps *problems) int {
-	plain := !strings.ContainsAny(v.s, ".eE")
-	if v.kind != kindNumber || !isInteger(v.s, plain) || strings.HasPrefix(v.s, "-") && exact(v.s).Sign() < 0 {
-		ps.add(loc.String(), "must be a non-negative integer")
-		return -1
-	}
-	if !plain {
-		v.s = exact(v.s).RatString() // integral
-	}
-	n, _ := strconv.Atoi(v.s) // out of range, it is math.MaxInt
-	return n
-}
-
-// ---- validation straight from bytes ----
+// ---- validation straight from bytes (SPEC §5) ----
 
 // validateBytes checks that data is one strict JSON document within lim that
 // s accepts (SPEC §5, §6), in one pass and without building a tree; a nil s
@@ -1096,7 +696,7 @@ func (sc *scanner) validate(s *schema, loc string) error {
 // checkEnum compares a value that is not a string with const and enum. It
 // stays out of validate, whose stack frame every nesting level pays for.
 func (s *schema) checkEnum(data []byte, loc string) error {
-	v := build(data)
+	v := decodeChecked(data)
 	if s.constant != nil && !equal(v, *s.constant) {
 		return &problem{Location: loc, Message: "value does not equal the schema's const"}
 	}
@@ -1321,7 +921,433 @@ func (sc *scanner) validateNumber(s *schema, loc string) error {
 	return nil
 }
 
+// ---- trees: decoded and encoded ----
+
+// decode reads one strict JSON document into a value tree. Its strict pass
+// is scanDocument with no schema (checkStrict's pass), which here also
+// records each container's size, so building the tree needs no checks and
+// cuts the containers from two arrays of the exact size. The tree's strings and number tokens share one copy of the
+// document, so any part of it keeps all of it alive: what outlives the
+// document copies what it keeps (a tool its strings), or holds the whole
+// tree (a compiled schema, which a full scan lets go).
+func decode(data []byte, lim limits) (value, error) {
+	checked, err := scanDocument(data, lim, nil, "", make([]int32, 0, 64))
+	if err != nil {
+		return value{}, err
+	}
+	// Every value but the top-level one is a member or an element.
+	sc := scanner{data: data, text: string(data), sizes: checked.sizes,
+		members: make([]member, checked.memberCount), elements: make([]value, checked.values-1-checked.memberCount)}
+	return sc.build(), nil
+}
+
+// members calls each with the key and the raw bytes of the value of each
+// member of data, a document already checked whole, when it is an object;
+// it builds no tree, so that a large document is decoded one part at a time.
+func members(data []byte, each func(key string, raw []byte)) {
+	sc := scanner{data: data, lim: limits{bytes: len(data), depth: math.MaxInt, values: math.MaxInt}}
+	if sc.peek() != '{' {
+		return
+	}
+	sc.open(anySchema, typeObject, "")
+	for n := 0; sc.more('}', n, -1); n++ {
+		key, _ := sc.str(true)
+		sc.peek()
+		sc.pos++ // the colon
+		sc.skip(false)
+		start := sc.pos
+		sc.validate(nil, "")
+		each(string(key), data[start:sc.pos])
+	}
+}
+
+// decodeChecked decodes a document already known to be strict and within
+// the bounds it was checked against: a tool argument after its validation.
+func decodeChecked(data []byte) value {
+	v, _ := decode(data, limits{bytes: len(data), depth: math.MaxInt, values: math.MaxInt})
+	return v
+}
+
+// build reads a value that decode's strict pass has accepted: white space,
+// commas and colons only separate what it reads.
+func (sc *scanner) build() value {
+	sc.skip(true)
+	v := value{offset: int32(sc.pos)}
+	switch c := sc.data[sc.pos]; c {
+	case '{', '[':
+		sc.pos++
+		n := int(sc.sizes[0])
+		sc.sizes = sc.sizes[1:]
+		if c == '{' {
+			v.kind, v.obj, sc.members = kindObject, sc.members[:n:n], sc.members[n:]
+			for i := range v.obj {
+				sc.skip(true)
+				v.obj[i] = member{sc.buildString(), sc.build()}
+			}
+		} else {
+			v.kind, v.arr, sc.elements = kindArray, sc.elements[:n:n], sc.elements[n:]
+			for i := range v.arr {
+				v.arr[i] = sc.build()
+			}
+		}
+		sc.skip(true)
+		sc.pos++
+	case '"':
+		v.kind, v.s = kindString, sc.buildString()
+	case 't', 'f', 'n':
+		sc.literal(anySchema, "") // checked: it cannot fail
+		if v.b = c == 't'; c != 'n' {
+			v.kind = kindBool
+		}
+	default:
+		start := sc.pos
+		for sc.pos < len(sc.data) && strings.IndexByte("+-.0123456789eE", sc.data[sc.pos]) >= 0 {
+			sc.pos++
+		}
+		v.kind, v.s = kindNumber, sc.text[start:sc.pos]
+	}
+	return v
+}
+
+// buildString reads a checked string token: without escapes it is a slice
+// of the document's text.
+func (sc *scanner) buildString() string {
+	start := sc.pos
+	n := bytes.IndexByte(sc.data[start+1:], '"')
+	if bytes.IndexByte(sc.data[start+1:start+1+n], '\\') < 0 {
+		sc.pos = start + n + 2
+		return sc.text[start+1 : sc.pos-1]
+	}
+	sc.str(false) // checked: it cannot fail
+	return unescape(sc.data[start:sc.pos])
+}
+
+// appendJSON appends the compact encoding of v. Number tokens are copied as
+// they were read.
+func appendJSON(b []byte, v value) []byte {
+	switch v.kind {
+	case kindNull:
+		return append(b, "null"...)
+	case kindBool:
+		return strconv.AppendBool(b, v.b)
+	case kindNumber:
+		return append(b, v.s...)
+	case kindString:
+		return appendString(b, v.s)
+	}
+	b = append(b, "[{"[v.kind-kindArray]) // an array or an object, whose other slice is empty
+	for i := range len(v.arr) + len(v.obj) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if v.kind == kindArray {
+			b = appendJSON(b, v.arr[i])
+		} else {
+			b = appendJSON(append(appendString(b, v.obj[i].key), ':'), v.obj[i].val)
+		}
+	}
+	return append(b, "]}"[v.kind-kindArray])
+}
+
+// appendString appends s, valid UTF-8, as a JSON string: '"', '\\' and
+// every control character (Unicode Cc: C0, DEL and C1, SPEC §9) escaped,
+// every other byte copied as it is, in runs.
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c != 0x7f && !c1Control(s, i) {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c == '\n':
+			b = append(b, '\\', 'n')
+		case c == 0xc2: // U+0080–U+009F: the code point is its second byte
+			i++
+			c = s[i]
+			fallthrough
+		default:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+		}
+		start = i + 1
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// c1Control reports whether a C1 control character (U+0080–U+009F, the
+// UTF-8 bytes C2 80 to C2 9F) starts at s[i].
+func c1Control(s string, i int) bool {
+	return s[i] == 0xc2 && i+1 < len(s) && s[i+1]-0x80 < 0x20
+}
+
+// encode returns the compact encoding of v.
+func encode(v value) []byte { return appendJSON(nil, v) }
+
+// measure counts in v's compact encoding (appendJSON's) what the scanner
+// counts against limits: bytes, nesting depth and values.
+func measure(v value) (size, depth, values int) {
+	switch v.kind {
+	case kindNull:
+		return len("null"), 0, 1
+	case kindBool:
+		return len(strconv.FormatBool(v.b)), 0, 1
+	case kindNumber:
+		return len(v.s), 0, 1
+	case kindString:
+		return quotedLength(v.s), 0, 1
+	}
+	size, depth, values = 1+max(len(v.arr)+len(v.obj), 1), 1, 1 // brackets and commas
+	add := func(e value, key int) {
+		s, d, n := measure(e)
+		size, depth, values = size+key+s, max(depth, d+1), values+n
+	}
+	for _, e := range v.arr {
+		add(e, 0)
+	}
+	for _, m := range v.obj {
+		add(m.val, quotedLength(m.key)+1)
+	}
+	return size, depth, values
+}
+
+// quotedLength is the length of appendString's encoding of s.
+func quotedLength(s string) int {
+	n := len(s) + 2
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '"' || c == '\\' || c == '\n' {
+			n++
+		} else if c < 0x20 || c == 0x7f {
+			n += 5
+		} else if c1Control(s, i) {
+			n += 4 // two bytes become six
+		}
+	}
+	return n
+}
+
+// ---- compiling (SPEC §5) ----
+
+// compileSchema compiles v, found at loc, and adds every rule it breaks to
+// ps. It returns nil when v breaks one.
+func compileSchema(v value, loc string, ps *problems) *schema {
+	before := len(*ps)
+	if s := compilePartial(v, loc, ps); len(*ps) == before {
+		return s
+	}
+	return nil
+}
+
+// compilePartial checks the per-schema bounds of SPEC §5 and compiles v,
+// adding every rule it breaks to ps. Unless v is too large, it returns a
+// schema even then, a partial one that still tells what each property
+// declares.
+func compilePartial(v value, loc string, ps *problems) *schema {
+	const tooLarge = "the schema is too large (64 KiB, depth 16 and 2048 values at most): "
+	switch size, depth, values := measure(v); {
+	case size > schemaLimits.bytes:
+		ps.add(loc, tooLarge+"%d bytes, more than %d", size, schemaLimits.bytes)
+	case depth > schemaLimits.depth:
+		ps.add(loc, tooLarge+"nesting deeper than %d", schemaLimits.depth)
+	case values > schemaLimits.values:
+		ps.add(loc, tooLarge+"more than %d values", schemaLimits.values)
+	default:
+		return compile(v, &location{root: loc, keys: make([]string, 0, schemaLimits.depth+1)}, ps)
+	}
+	return nil
+}
+
+// location is the JSON location of the value being compiled: a root and
+// the keys below it, pushed and popped as compile descends and rendered
+// only when a problem names them.
+type location struct {
+	root string
+	keys []string
+}
+
+func (l *location) push(key string) { l.keys = append(l.keys, key) }
+
+func (l *location) pop() { l.keys = l.keys[:len(l.keys)-1] }
+
+func (l *location) String() string {
+	s := l.root
+	for _, k := range l.keys {
+		s = child(s, k)
+	}
+	return s
+}
+
+// compile compiles the schema v found at loc. It lists the subset's
+// keywords (SPEC §5) and checks each value as the meta-schema would; every
+// problem goes to ps. It returns nil only when v is not a schema.
+func compile(v value, loc *location, ps *problems) *schema {
+	switch {
+	case v.kind == kindBool && v.b:
+		return anySchema
+	case v.kind == kindBool:
+		return falseSchema
+	case v.kind != kindObject:
+		ps.add(loc.String(), "a schema must be an object or a boolean")
+		return nil
+	}
+	s := &schema{counts: anySchema.counts}
+	var required value
+	for i, m := range v.obj {
+		loc.push(m.key)
+		at, val := loc, m.val // the keyword's location, until loc.pop below
+		if k, typed := keywordKinds[m.key]; typed && val.kind != k {
+			ps.add(at.String(), "%s must be %s", m.key, map[kind]string{kindString: "a string", kindArray: "an array", kindBool: "a boolean", kindObject: "an object"}[k])
+			loc.pop()
+			continue
+		}
+		switch m.key {
+		case "type":
+			s.types = compileType(val, at, ps)
+		case "enum":
+			s.enum, s.hasEnum = val.arr, true
+		case "const":
+			s.constant = &v.obj[i].val
+		case "properties":
+			s.props, s.propIndex = make([]property, 0, len(val.obj)), make(map[string]int, len(val.obj)) // each grows once
+			for _, p := range val.obj {
+				loc.push(p.key)
+				s.addProperty(property{name: p.key, schema: compile(p.val, loc, ps), declared: true})
+				loc.pop()
+			}
+		case "required":
+			if required = val; val.kind != kindArray {
+				ps.add(at.String(), "required must be an array of strings")
+			}
+		case "additionalProperties":
+			s.additional = compile(val, at, ps)
+		case "propertyNames":
+			s.propertyNames = compile(val, at, ps)
+		case "items":
+			s.items = compile(val, at, ps)
+		case "minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties":
+			s.counts[slices.Index(countKeywords[:], m.key)] = countKeyword(val, at, ps)
+		case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf":
+			if val.kind != kindNumber {
+				ps.add(at.String(), "must be a number")
+				break
+			}
+			d := newDecimal([]byte(val.s))
+			d.text = val.s
+			s.numbers[slices.IndexFunc(numberRules[:], func(r numberRule) bool { return r.keyword == m.key })] = &d
+			if m.key == "multipleOf" && d.exact().Sign() <= 0 {
+				ps.add(at.String(), "multipleOf must be greater than 0")
+			}
+		case "uniqueItems":
+			s.unique = val.b
+		case "format":
+			if val.s != "date-time" {
+				ps.add(at.String(), "format %s is not supported: bridge v1 asserts only \"date-time\"", quote(val.s))
+			}
+			s.dateTime = true
+		case "title", "description", "examples", "deprecated", "readOnly", "writeOnly", "default": // annotations
+		default:
+			ps.add(at.String(), "keyword %s is not in the bridge-v1 schema subset: %s", quote(m.key), cmp.Or(subsetFixes[m.key], "remove it"))
+		}
+		loc.pop()
+	}
+	for i, r := range required.arr { // an array of distinct strings
+		j, ok := s.propIndex[r.s]
+		switch {
+		case r.kind != kindString:
+			ps.add(index(child(loc.String(), "required"), i), "required entries must be strings")
+			continue
+		case slices.ContainsFunc(required.arr[:i], func(e value) bool { return e.kind == kindString && e.s == r.s }):
+			ps.add(index(child(loc.String(), "required"), i), "required lists %s twice", quote(r.s))
+			continue
+		case !ok:
+			j = s.addProperty(property{name: r.s})
+		}
+		s.required = append(s.required, j)
+		if p := s.propertySchema(j); p != nil && p.never { // ajv's strict mode refuses it too
+			ps.add(index(child(loc.String(), "required"), i), "%s is required, but the schema forbids the property, so no instance is valid: add it to properties, or drop it from required", quote(r.s))
+		}
+	}
+	if it := s.items; s.unique && (it == nil || it.types == 0 || it.types&^scalarTypes != 0 || it.types&(it.types-1) != 0) {
+		ps.add(child(loc.String(), "uniqueItems"), "uniqueItems needs \"items\" that declares exactly one scalar type")
+	}
+	return s
+}
+
+// subsetFixes say what to do instead of the keywords outside the subset
+// that authors reach for; any other is removed.
+var subsetFixes = map[string]string{"$ref": "inline the schema it points to", "$defs": "inline its schemas where they are used",
+	"definitions": "inline its schemas where they are used", "pattern": "remove it, and check the value in the plugin's view",
+	"anyOf": "use one schema: a type list, or an enum", "oneOf": "use one schema: a type list, or an enum", "allOf": "merge its schemas into one"}
+
+// keywordKinds are the kinds that keywords of one kind must have; compile
+// reports a keyword of another kind and reads no further.
+var keywordKinds = map[string]kind{"enum": kindArray, "properties": kindObject, "uniqueItems": kindBool, "format": kindString,
+	"title": kindString, "description": kindString, "examples": kindArray, "deprecated": kindBool, "readOnly": kindBool, "writeOnly": kindBool}
+
+func (s *schema) addProperty(p property) int {
+	if s.propIndex == nil {
+		s.propIndex = make(map[string]int)
+	}
+	s.propIndex[p.name] = len(s.props)
+	s.props = append(s.props, p)
+	return len(s.props) - 1
+}
+
+func compileType(v value, loc *location, ps *problems) (mask typeMask) {
+	names := []value{v}
+	if v.kind == kindArray {
+		names = v.arr
+	}
+	if len(names) == 0 {
+		ps.add(loc.String(), "type must not be an empty array")
+	}
+	for _, n := range names {
+		switch i := slices.Index(typeNames[:], n.s); {
+		case n.kind != kindString || i < 0:
+			ps.add(loc.String(), "type must be one of the seven type names, or an array of them")
+		case mask&(1<<i) != 0:
+			ps.add(loc.String(), "type lists %s twice", quote(n.s))
+		default:
+			mask |= 1 << i
+			continue
+		}
+		return 0
+	}
+	return mask
+}
+
+// countKeyword reads a non-negative integer keyword value; a count past
+// the int range is math.MaxInt.
+func countKeyword(v value, loc *location, ps *problems) int {
+	plain := !strings.ContainsAny(v.s, ".eE")
+	if v.kind != kindNumber || !isInteger(v.s, plain) || strings.HasPrefix(v.s, "-") && exact(v.s).Sign() < 0 {
+		ps.add(loc.String(), "must be a non-negative integer")
+		return -1
+	}
+	if !plain {
+		v.s = exact(v.s).RatString() // integral
+	}
+	n, _ := strconv.Atoi(v.s) // out of range, it is math.MaxInt
+	return n
+}
+
 // ---- text helpers ----
+
+// clipLimit bounds how much hostile text a message may echo (SPEC §4).
+const clipLimit = 200
+
+// quote renders s for a message, clipped to clipLimit characters.
+func quote(s string) string {
+	if utf8.RuneCountInString(s) > clipLimit {
+		return strconv.Quote(string([]rune(s)[:clipLimit])) + "…"
+	}
+	return strconv.Quote(s)
+}
 
 // clip shortens hostile text to n bytes for a message.
 func clip(s string, n int) string {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -828,5 +829,25 @@ func TestNotAllowedListsAllowed(t *testing.T) {
 	err := s.validateBytes([]byte(`{"q": 1}`), instanceLimits, "arguments")
 	if want := `arguments.q: property is not allowed (allowed: [` + quote(long+"a") + `], … 1 more)`; fmt.Sprint(err) != want {
 		t.Errorf("long names: got %v, want %s", err, want)
+	}
+}
+
+// TestDecodeBuildsNoTreeFromABadDocument: SPEC §6, decode builds its tree
+// only after the whole document passed the strict checks: a large document
+// that breaks a rule at its very end costs the strict pass's record of its
+// container sizes and the error, never a tree (which would hold a copy of
+// the text and a value for each of its tens of thousands of values).
+func TestDecodeBuildsNoTreeFromABadDocument(t *testing.T) {
+	doc := []byte(`{"a": [` + strings.Repeat(`{"k": "v", "n": 1},`, 10000) + `1], "a": 2}`) // a duplicate key, last
+	lim := limits{bytes: 1 << 24, depth: 8, values: 1 << 20}
+	if _, err := decode(doc, lim); err == nil || !strings.Contains(err.Error(), `duplicate key "a"`) {
+		t.Fatalf("decode: %v", err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	decode(doc, lim)
+	runtime.ReadMemStats(&after)
+	if n := after.TotalAlloc - before.TotalAlloc; n > uint64(len(doc)) { // the tree: a value of 72 bytes for each of 30,001 values, and the text
+		t.Errorf("decode of a bad %d-byte document allocated %d bytes: a tree was built before the strict checks ended", len(doc), n)
 	}
 }

@@ -150,7 +150,7 @@ func parseArgs(raw json.RawMessage, s *schema) (*callArgs, error) {
 		return nil, err
 	}
 	a := &callArgs{arguments: value{kind: kindObject, obj: []member{}}}
-	for _, m := range build(raw).obj {
+	for _, m := range decodeChecked(raw).obj {
 		switch {
 		case m.val.kind == kindNull: // absent
 		case m.key == "plugin":
