@@ -136,12 +136,12 @@ func discoveryError(slug string, err error) *bridgeError {
 
 // discovery is the state one scan shares across its concurrent requests.
 type discovery struct {
-	c        *client
-	opts     callOptions
-	budget   atomic.Int64 // aggregate body bytes left
-	requests atomic.Int32 // requests made
-	inFlight chan struct{}
-	stop     context.CancelCauseFunc
+	c         *client
+	opts      callOptions
+	allowance atomic.Int64 // aggregate body bytes left
+	requests  atomic.Int32 // requests made
+	inFlight  chan struct{}
+	stop      context.CancelCauseFunc
 }
 
 // newDiscovery starts a scan: its context ends at the scan deadline, or at
@@ -150,7 +150,7 @@ func (c *client) newDiscovery(ctx context.Context, opts callOptions) (*discovery
 	ctx, stop := context.WithCancelCause(ctx)
 	ctx, cancel := context.WithTimeoutCause(ctx, scanDeadline, &scanLimitError{fmt.Sprintf("the scan took longer than %v", scanDeadline)})
 	d := &discovery{c: c, opts: opts, inFlight: make(chan struct{}, requestsInFlight), stop: stop}
-	d.budget.Store(scanByteLimit)
+	d.allowance.Store(scanByteLimit)
 	return d, ctx, func() { cancel(); stop(nil) }
 }
 
@@ -184,7 +184,7 @@ func (d *discovery) fetch(ctx context.Context, path string, limit int, use func(
 	}
 	path, query, _ := strings.Cut(path, "?")
 	resp, err := d.c.do(ctx, request{method: http.MethodGet, path: path, query: query, header: d.opts.header,
-		auth: d.opts.auth, limit: limit, budget: &d.budget})
+		auth: d.opts.auth, limit: limit, allowance: &d.allowance})
 	<-d.inFlight
 	switch {
 	case ctx.Err() != nil:
@@ -466,7 +466,7 @@ func (c *client) advertisement(slug, path string, body []byte) error {
 
 // scanOne discovers the selected plugin and fails closed on any problem.
 func (c *client) scanOne(ctx context.Context, slug string, opts callOptions) (*catalog, error) {
-	m, rootErr, manifestErr := c.selected(ctx, slug, opts)
+	m, rootErr, manifestErr := c.fetchSelected(ctx, slug, opts)
 	if err := cmp.Or(rootErr, manifestErr); err != nil {
 		return nil, err
 	}
@@ -479,7 +479,7 @@ func (c *client) scanOne(ctx context.Context, slug string, opts callOptions) (*c
 // selected fetches the root and the manifest of the selected plugin at
 // once, one round trip (SPEC §3), and checks each: the manifest is used only
 // when the root advertises exactly it.
-func (c *client) selected(ctx context.Context, slug string, opts callOptions) (m *manifest, rootErr, manifestErr error) {
+func (c *client) fetchSelected(ctx context.Context, slug string, opts callOptions) (m *manifest, rootErr, manifestErr error) {
 	if !slugPattern.MatchString(slug) {
 		return nil, &bridgeError{Code: "invalid_request", Message: fmt.Sprintf("plugin %s is not a plugin slug (%s)", quote(slug), slugPattern)}, nil
 	}
@@ -669,10 +669,10 @@ func (c *client) resolveLink(link string, sameOrigin bool) (string, error) {
 	return path, nil
 }
 
-// inBranch runs discover while it looks the configured branch up, so that
+// branchAndDiscover runs discover while it looks the configured branch up, so that
 // the lookup costs no round trip (SPEC §16); with no branch configured it
 // only runs discover.
-func (c *client) inBranch(ctx context.Context, opts callOptions, discover func()) (schemaID string, err error) {
+func (c *client) branchAndDiscover(ctx context.Context, opts callOptions, discover func()) (schemaID string, err error) {
 	var looked sync.WaitGroup
 	if c.branch != "" {
 		looked.Go(func() { schemaID, err = c.branchSchema(ctx, opts) })

@@ -12,10 +12,16 @@
 //	tools.go      the two MCP tools, dispatch, the write policy, confirmation,
 //	              the audit and the stdio session
 //	main.go       commands and flags, configuration, serve and its HTTP front,
-//	              scan, check and check --plugin, the demo NetBox
+//	              metrics, scan, check, check --plugin, the OpenAPI schema and
+//	              draft, the demo NetBox
 //
-// Each of the two large files is in sections, each headed "---- name ----";
-// the README's "Auditing" lists the safety core in reading order.
+// The large files are in sections, each headed "---- name ----": schema.go's
+// are listed in its design comment; tools.go's are the two tools, results,
+// the catalog, dispatch, the write policy, the audit, confirmation and
+// stdio; main.go's, in this order, the command line, configuration, serve,
+// the HTTP front, metrics, scan, check, check --plugin, the OpenAPI schema
+// and its converter, the cross-check and draft, the demo NetBox, and flags.
+// The README's "Auditing" lists the safety core in reading order.
 package main
 
 import (
@@ -207,219 +213,6 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, env environme
 		fmt.Fprint(stdout, usage)
 	}
 	return exitOK
-}
-
-// fail reports a usage or configuration error of the command, if there
-// is one, on one line and returns exit code 2.
-func (o *options) fail(format string, a ...any) int {
-	fmt.Fprintf(o.stderr, "%s: %s; run 'netbox-plugin-bridge help'\n", strings.TrimSpace("netbox-plugin-bridge "+o.cmd), fmt.Sprintf(format, a...))
-	return exitUsage
-}
-
-// options are the flags of every command; newFlags registers those a
-// command takes.
-type options struct {
-	profile, plugin, confirm, logFormat, logLevel, format string
-	http, tlsCert, tlsKey, authFile, trustedProxies       string
-	allowedHosts, metrics                                 string
-	auditFile, branch, tool, response, openapi            string
-	allowMutations                                        string // all, or a LIST; a bare --allow-mutations is "true"
-	timeout                                               time.Duration
-	demo, json, branchOnly, noCallToken                   bool
-	arguments, operations                                 []string
-	given                                                 map[string]bool   // the flags the command line set
-	from                                                  map[string]string // flag → the variable that set it
-	cmd                                                   string            // the command they are for
-	stderr                                                io.Writer
-}
-
-// flagVariables are the environment variables of the flags: a variable
-// sets its flag when the command line does not (SPEC §2).
-var flagVariables = map[string]string{
-	"allow-mutations": "NETBOX_MCP_ALLOW_MUTATIONS", "confirm": "NETBOX_MCP_CONFIRM", "branch": "NETBOX_BRANCH",
-	"branch-only": "NETBOX_MCP_BRANCH_ONLY", "http": "NETBOX_MCP_HTTP", "tls-cert": "NETBOX_MCP_TLS_CERT",
-	"tls-key": "NETBOX_MCP_TLS_KEY", "auth-token-file": "NETBOX_MCP_AUTH_TOKEN_FILE", "trusted-proxies": "NETBOX_MCP_TRUSTED_PROXIES",
-	"log-format": "NETBOX_MCP_LOG_FORMAT", "log-level": "NETBOX_MCP_LOG_LEVEL", "audit-file": "NETBOX_MCP_AUDIT_FILE",
-	"no-call-token": "NETBOX_MCP_NO_CALL_TOKEN", "demo": "NETBOX_MCP_DEMO", "allowed-hosts": "NETBOX_MCP_ALLOWED_HOSTS", "metrics": "NETBOX_MCP_METRICS",
-}
-
-// newFlags registers the flags of one command.
-func (o *options) newFlags(cmd string) *flag.FlagSet {
-	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	if cmd == "serve" || cmd == "scan" || cmd == "check" || cmd == "draft" {
-		fs.StringVar(&o.profile, "profile", "", "")
-		switchFlag(fs, "demo", &o.demo)
-		fs.Func("timeout", "", func(s string) (err error) {
-			o.timeout, err = parseTimeout(s)
-			return err
-		})
-	}
-	if cmd == "serve" || cmd == "scan" || cmd == "check" {
-		fs.BoolFunc("allow-mutations", "", func(s string) error { // a switch that may carry its LIST
-			o.allowMutations = s
-			return nil
-		})
-		fs.StringVar(&o.branch, "branch", "", "")
-		switchFlag(fs, "branch-only", &o.branchOnly)
-	}
-	switch cmd {
-	case "serve":
-		fs.StringVar(&o.confirm, "confirm", "", "")
-		fs.StringVar(&o.logFormat, "log-format", "text", "")
-		fs.StringVar(&o.logLevel, "log-level", "info", "")
-		fs.StringVar(&o.auditFile, "audit-file", "", "")
-		switchFlag(fs, "no-call-token", &o.noCallToken)
-		fs.StringVar(&o.authFile, "auth-token-file", "", "")
-		fs.StringVar(&o.trustedProxies, "trusted-proxies", "", "")
-		fs.StringVar(&o.allowedHosts, "allowed-hosts", "", "")
-		fs.StringVar(&o.metrics, "metrics", "", "")
-		fallthrough
-	case "healthcheck":
-		fs.StringVar(&o.http, "http", "", "")
-		fs.StringVar(&o.tlsCert, "tls-cert", "", "")
-		fs.StringVar(&o.tlsKey, "tls-key", "", "")
-	case "draft":
-		fs.StringVar(&o.plugin, "plugin", "", "")
-		fs.StringVar(&o.openapi, "openapi", "", "")
-		fs.Func("operation", "", func(s string) error {
-			o.operations = append(o.operations, s)
-			return nil
-		})
-	case "check":
-		fs.StringVar(&o.openapi, "openapi", "", "")
-		fs.StringVar(&o.format, "format", "text", "")
-		fs.StringVar(&o.tool, "tool", "", "")
-		fs.Func("arguments", "", func(s string) error {
-			o.arguments = append(o.arguments, s)
-			return nil
-		})
-		fs.StringVar(&o.response, "response", "", "")
-		fallthrough
-	case "scan":
-		fs.StringVar(&o.plugin, "plugin", "", "")
-		fs.BoolVar(&o.json, "json", false, "")
-	}
-	return fs
-}
-
-// setting names where a flag's value came from, for messages.
-func (o *options) setting(name string) string { return cmp.Or(o.from[name], "--"+name) }
-
-// parse parses a command's flags, before and after the positional
-// arguments it returns, then sets each flag the command line left out from
-// its variable. Its errors name a flag as it was typed and suggest the
-// nearest one; -h and --help print the command's usage. When ok is false
-// the command ends with code.
-func (o *options) parse(fs *flag.FlagSet, args []string, env environment, stdout io.Writer) (positional []string, code int, ok bool) {
-	fail := func(format string, a ...any) ([]string, int, bool) { return nil, o.fail(format, a...), false }
-	for len(args) > 0 {
-		arg := args[0]
-		args = args[1:]
-		if arg == "--" {
-			positional = append(positional, args...)
-			break
-		}
-		if len(arg) < 2 || arg[0] != '-' {
-			positional = append(positional, arg)
-			continue
-		}
-		typed, value, hasValue := strings.Cut(arg, "=")
-		name := strings.TrimPrefix(typed[1:], "-")
-		fl := fs.Lookup(name)
-		switch {
-		case name == "h" || name == "help":
-			fmt.Fprint(stdout, usage)
-			return nil, exitOK, false
-		case name == "token" || name == "url":
-			return fail("%s: tokens and URLs are not flags; set NETBOX_%s (or use a netbox-sdk profile)", typed, strings.ToUpper(name))
-		case fl == nil:
-			var names []string
-			fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
-			return fail("unknown flag %s%s", typed, suggest(name, names, "--"))
-		}
-		if b, isBool := fl.Value.(interface{ IsBoolFlag() bool }); !hasValue && isBool && b.IsBoolFlag() {
-			value = "true"
-		} else if !hasValue {
-			if len(args) == 0 {
-				return fail("flag %s needs a value", typed)
-			}
-			value, args = args[0], args[1:]
-		}
-		if err := fs.Set(name, value); err != nil {
-			return fail("%s %s: %v", typed, quote(value), err)
-		}
-	}
-	o.given, o.from = map[string]bool{}, map[string]string{}
-	fs.Visit(func(f *flag.Flag) { o.given[f.Name] = true })
-	for _, name := range slices.Sorted(maps.Keys(flagVariables)) {
-		variable := flagVariables[name]
-		if value := env.getenv(variable); value != "" && !o.given[name] && fs.Lookup(name) != nil {
-			if err := fs.Set(name, value); err != nil {
-				return fail("%s %s: %v", variable, quote(clip(value, 60)), err)
-			}
-			o.from[name] = variable
-		}
-	}
-	return positional, exitOK, true
-}
-
-// suggest is " (did you mean X?)" for the candidate nearest to s, if one is
-// within two edits.
-func suggest(s string, candidates []string, prefix string) string {
-	best, bestDistance := "", 3
-	for _, c := range candidates {
-		if d := editDistance(s, c); d < bestDistance {
-			best, bestDistance = c, d
-		}
-	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %s%s?)", prefix, best)
-}
-
-// editDistance is the Levenshtein distance of two short strings.
-func editDistance(a, b string) int {
-	row := make([]int, len(b)+1)
-	for j := range row {
-		row[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		prev := row[0]
-		row[0] = i
-		for j := 1; j <= len(b); j++ {
-			if a[i-1] != b[j-1] {
-				prev++ // the diagonal, plus one for a substitution
-			}
-			prev, row[j] = row[j], min(row[j]+1, row[j-1]+1, prev)
-		}
-	}
-	return row[len(b)]
-}
-
-// switchFlag registers a boolean flag whose variable takes the switch words.
-func switchFlag(fs *flag.FlagSet, name string, on *bool) {
-	fs.BoolFunc(name, "", func(s string) (err error) {
-		*on, err = switchWord(s)
-		return err
-	})
-}
-
-// parseTimeout reads a timeout: a Go duration (30s, 1m) or a number of
-// seconds (30, 2.5), more than 0 and at most a day.
-func parseTimeout(s string) (time.Duration, error) {
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		secs, ferr := strconv.ParseFloat(s, 64)
-		if ferr != nil || !(secs > 0 && secs <= 86400) { // !(…) also refuses NaN
-			return 0, errors.New("is not a duration (30s) or a number of seconds, more than 0 and at most a day")
-		}
-		d = time.Duration(secs * float64(time.Second))
-	}
-	if d <= 0 || d > 24*time.Hour {
-		return 0, errors.New("is not more than 0 and at most a day")
-	}
-	return d, nil
 }
 
 // ---- configuration (SPEC §2) ----
@@ -996,10 +789,10 @@ func newFront(server *mcp.Server, logger *slog.Logger, allowed ...string) *front
 func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-	caller := f.caller(r)
+	remote, peer := f.clientAddress(r)
 	switch {
 	case r.URL.Path == "/mcp":
-		f.serveMCP(rec, r, caller)
+		f.serveMCP(rec, r, remote, peer)
 	case r.URL.Path != "/healthz" && r.URL.Path != "/readyz":
 		rec.refuse(http.StatusNotFound, "not found: the MCP endpoint is /mcp")
 	case r.Method != http.MethodGet && r.Method != http.MethodHead:
@@ -1012,9 +805,9 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(rec, "ok")
 	}
 	attrs := []any{"kind", "access", "method", clip(r.Method, 16), "path", clip(r.URL.Path, 100), "status", rec.status,
-		"duration_ms", time.Since(start).Milliseconds(), "remote", caller.remote}
-	if caller.peer != caller.remote {
-		attrs = append(attrs, "peer", caller.peer)
+		"duration_ms", time.Since(start).Milliseconds(), "remote", remote}
+	if peer != remote {
+		attrs = append(attrs, "peer", peer)
 	}
 	if rec.reason != "" {
 		attrs = append(attrs, "error", rec.reason)
@@ -1024,7 +817,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serveMCP refuses what it must, reads the body within its bounds, takes a
 // slot and hands the request to the SDK with the caller in its context.
-func (f *front) serveMCP(w *statusRecorder, r *http.Request, caller httpCaller) {
+func (f *front) serveMCP(w *statusRecorder, r *http.Request, remote, peer string) {
 	if err := f.cop.Check(r); err != nil {
 		w.refuse(http.StatusForbidden, fmt.Sprintf("cross-origin request refused: Origin %s, Sec-Fetch-Site %s (%v)",
 			quote(clip(r.Header.Get("Origin"), 100)), quote(clip(r.Header.Get("Sec-Fetch-Site"), 40)), err))
@@ -1039,8 +832,8 @@ func (f *front) serveMCP(w *statusRecorder, r *http.Request, caller httpCaller) 
 			"behind a proxy on this host that keeps the client's Host, name it in --allowed-hosts (NETBOX_MCP_ALLOWED_HOSTS)", quote(clip(r.Host, 100))))
 		return
 	}
-	var why string
-	if caller.auth, why = f.authenticate(r.Header.Get("Authorization")); why != "" {
+	auth, why := f.authenticate(r.Header.Get("Authorization"))
+	if why != "" {
 		w.Header().Set("WWW-Authenticate", "Bearer")
 		w.refuse(http.StatusUnauthorized, why)
 		return
@@ -1082,7 +875,8 @@ func (f *front) serveMCP(w *statusRecorder, r *http.Request, caller httpCaller) 
 		w.refuse(http.StatusServiceUnavailable, "too many requests in flight; retry in a second")
 		return
 	}
-	caller.ctx = r.Context() // the call ends when its HTTP request does
+	// The caller the tool handler trusts, made here only: its call ends when its HTTP request does.
+	caller := httpCaller{auth: auth, remote: remote, peer: peer, ctx: r.Context()}
 	f.mcp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, caller)))
 }
 
@@ -1120,24 +914,25 @@ func (f *front) authenticate(header string) (auth, why string) {
 	return "", "malformed Authorization: send Bearer nbt_KEY.SECRET (a v2 NetBox token) or Token V1TOKEN (a v1 token of 40 letters or digits)"
 }
 
-// caller is the request's client address: the peer, or, when the peer is
-// a trusted proxy, the right-most untrusted X-Forwarded-For address.
-func (f *front) caller(r *http.Request) httpCaller {
-	c := httpCaller{remote: r.RemoteAddr, peer: r.RemoteAddr}
-	peer, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil || !f.trusts(peer.Addr()) {
-		return c
+// clientAddress works out the request's client address, remote: the peer,
+// or, when the peer is a trusted proxy, the right-most X-Forwarded-For
+// address it does not trust.
+func (f *front) clientAddress(r *http.Request) (remote, peer string) {
+	remote, peer = r.RemoteAddr, r.RemoteAddr
+	addrPort, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil || !f.trusts(addrPort.Addr()) {
+		return remote, peer
 	}
 	for _, hop := range slices.Backward(strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")) {
 		addr, err := netip.ParseAddr(strings.TrimSpace(hop))
 		if err != nil {
 			break // a forged or broken hop: trust no further
 		}
-		if c.remote = addr.String(); !f.trusts(addr) {
+		if remote = addr.String(); !f.trusts(addr) {
 			break
 		}
 	}
-	return c
+	return remote, peer
 }
 
 func (f *front) trusts(addr netip.Addr) bool {
@@ -1163,7 +958,8 @@ func (r *statusRecorder) refuse(status int, reason string) {
 	http.Error(r, reason, status)
 }
 
-func (r *statusRecorder) Flush()                      { http.NewResponseController(r.ResponseWriter).Flush() }
+func (r *statusRecorder) Flush() { http.NewResponseController(r.ResponseWriter).Flush() }
+
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // ---- metrics (SPEC §18) ----
@@ -1215,7 +1011,7 @@ func (m *metrics) count(name string, labels ...string) {
 // histogram.
 func (m *metrics) observe(req request, status, _ int, took time.Duration) {
 	kind, class := "target", "error"
-	if req.budget != nil { // a scan's allowance: discovery
+	if req.allowance != nil { // a scan's: discovery
 		kind = "discovery"
 	}
 	if status > 0 {
@@ -1290,7 +1086,7 @@ func runScan(o *options, stdout io.Writer, env environment) int {
 		return fail("config_error", err.Error())
 	}
 	var cat *catalog
-	schemaID, branchErr := c.inBranch(ctx, callOptions{}, func() {
+	schemaID, branchErr := c.branchAndDiscover(ctx, callOptions{}, func() {
 		if o.plugin != "" {
 			cat, err = c.scanOne(ctx, o.plugin, callOptions{})
 		} else {
@@ -1594,7 +1390,7 @@ func runLiveCheck(o *options, stdin io.Reader, stdout io.Writer, env environment
 	}
 	var m *manifest
 	var rootErr, manifestErr error
-	schemaID, branchErr := c.inBranch(ctx, callOptions{}, func() { m, rootErr, manifestErr = c.selected(ctx, o.plugin, callOptions{}) })
+	schemaID, branchErr := c.branchAndDiscover(ctx, callOptions{}, func() { m, rootErr, manifestErr = c.fetchSelected(ctx, o.plugin, callOptions{}) })
 	var ps problems
 	var me *manifestError
 	switch {
@@ -1713,7 +1509,10 @@ func checkLiveTool(ctx context.Context, c *client, ct catalogTool, given map[str
 		lt.note = "called: no answer"
 		return lt
 	case resp.status < 200 || resp.status > 299:
-		body, _ := decode(resp.body, instanceLimits)
+		var body value // the answer's body, when it was strict JSON
+		if be, ok := errors.AsType[*bridgeError](err); ok {
+			body, _ = decode(be.Body, instanceLimits)
+		}
 		ps.add(at+".response", "answered %d%s", resp.status, detail(body))
 	case errors.As(err, &invalid): // the body against the outputSchema
 		invalid.Location = at + ".response" + strings.TrimPrefix(invalid.Location, "body")
@@ -1725,7 +1524,7 @@ func checkLiveTool(ctx context.Context, c *client, ct catalogTool, given map[str
 	return lt
 }
 
-// ---- the OpenAPI schema: draft and the serializer cross-check (SPEC §17) ----
+// ---- the OpenAPI schema and its converter (SPEC §17) ----
 
 // openapi is NetBox's OpenAPI 3 document (drf-spectacular's), read once a
 // run. It is checked whole by the strict decoder within openapiLimits, then
@@ -2003,6 +1802,8 @@ func (c *converter) response(op value, at string) (value, error) {
 	}
 	return value{}, nil
 }
+
+// ---- the serializer cross-check, and draft (SPEC §17) ----
 
 // crossCheckTool compares a tool with NetBox's operation at its path and
 // method (SPEC §17): the request body or the query parameters with its
@@ -2444,4 +2245,219 @@ func demoHandler(base string) http.Handler {
 			io.WriteString(w, "<!DOCTYPE html><html><body><h1>Page Not Found</h1></body></html>")
 		}
 	})
+}
+
+// ---- flags ----
+
+// fail reports a usage or configuration error of the command, if there
+// is one, on one line and returns exit code 2.
+func (o *options) fail(format string, a ...any) int {
+	fmt.Fprintf(o.stderr, "%s: %s; run 'netbox-plugin-bridge help'\n", strings.TrimSpace("netbox-plugin-bridge "+o.cmd), fmt.Sprintf(format, a...))
+	return exitUsage
+}
+
+// options are the flags of every command; newFlags registers those a
+// command takes.
+type options struct {
+	profile, plugin, confirm, logFormat, logLevel, format string
+	http, tlsCert, tlsKey, authFile, trustedProxies       string
+	allowedHosts, metrics                                 string
+	auditFile, branch, tool, response, openapi            string
+	allowMutations                                        string // all, or a LIST; a bare --allow-mutations is "true"
+	timeout                                               time.Duration
+	demo, json, branchOnly, noCallToken                   bool
+	arguments, operations                                 []string
+	given                                                 map[string]bool   // the flags the command line set
+	from                                                  map[string]string // flag → the variable that set it
+	cmd                                                   string            // the command they are for
+	stderr                                                io.Writer
+}
+
+// flagVariables are the environment variables of the flags: a variable
+// sets its flag when the command line does not (SPEC §2).
+var flagVariables = map[string]string{
+	"allow-mutations": "NETBOX_MCP_ALLOW_MUTATIONS", "confirm": "NETBOX_MCP_CONFIRM", "branch": "NETBOX_BRANCH",
+	"branch-only": "NETBOX_MCP_BRANCH_ONLY", "http": "NETBOX_MCP_HTTP", "tls-cert": "NETBOX_MCP_TLS_CERT",
+	"tls-key": "NETBOX_MCP_TLS_KEY", "auth-token-file": "NETBOX_MCP_AUTH_TOKEN_FILE", "trusted-proxies": "NETBOX_MCP_TRUSTED_PROXIES",
+	"log-format": "NETBOX_MCP_LOG_FORMAT", "log-level": "NETBOX_MCP_LOG_LEVEL", "audit-file": "NETBOX_MCP_AUDIT_FILE",
+	"no-call-token": "NETBOX_MCP_NO_CALL_TOKEN", "demo": "NETBOX_MCP_DEMO", "allowed-hosts": "NETBOX_MCP_ALLOWED_HOSTS", "metrics": "NETBOX_MCP_METRICS",
+}
+
+// newFlags registers the flags of one command.
+func (o *options) newFlags(cmd string) *flag.FlagSet {
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	if cmd == "serve" || cmd == "scan" || cmd == "check" || cmd == "draft" {
+		fs.StringVar(&o.profile, "profile", "", "")
+		switchFlag(fs, "demo", &o.demo)
+		fs.Func("timeout", "", func(s string) (err error) {
+			o.timeout, err = parseTimeout(s)
+			return err
+		})
+	}
+	if cmd == "serve" || cmd == "scan" || cmd == "check" {
+		fs.BoolFunc("allow-mutations", "", func(s string) error { // a switch that may carry its LIST
+			o.allowMutations = s
+			return nil
+		})
+		fs.StringVar(&o.branch, "branch", "", "")
+		switchFlag(fs, "branch-only", &o.branchOnly)
+	}
+	switch cmd {
+	case "serve":
+		fs.StringVar(&o.confirm, "confirm", "", "")
+		fs.StringVar(&o.logFormat, "log-format", "text", "")
+		fs.StringVar(&o.logLevel, "log-level", "info", "")
+		fs.StringVar(&o.auditFile, "audit-file", "", "")
+		switchFlag(fs, "no-call-token", &o.noCallToken)
+		fs.StringVar(&o.authFile, "auth-token-file", "", "")
+		fs.StringVar(&o.trustedProxies, "trusted-proxies", "", "")
+		fs.StringVar(&o.allowedHosts, "allowed-hosts", "", "")
+		fs.StringVar(&o.metrics, "metrics", "", "")
+		fallthrough
+	case "healthcheck":
+		fs.StringVar(&o.http, "http", "", "")
+		fs.StringVar(&o.tlsCert, "tls-cert", "", "")
+		fs.StringVar(&o.tlsKey, "tls-key", "", "")
+	case "draft":
+		fs.StringVar(&o.plugin, "plugin", "", "")
+		fs.StringVar(&o.openapi, "openapi", "", "")
+		fs.Func("operation", "", func(s string) error {
+			o.operations = append(o.operations, s)
+			return nil
+		})
+	case "check":
+		fs.StringVar(&o.openapi, "openapi", "", "")
+		fs.StringVar(&o.format, "format", "text", "")
+		fs.StringVar(&o.tool, "tool", "", "")
+		fs.Func("arguments", "", func(s string) error {
+			o.arguments = append(o.arguments, s)
+			return nil
+		})
+		fs.StringVar(&o.response, "response", "", "")
+		fallthrough
+	case "scan":
+		fs.StringVar(&o.plugin, "plugin", "", "")
+		fs.BoolVar(&o.json, "json", false, "")
+	}
+	return fs
+}
+
+// setting names where a flag's value came from, for messages.
+func (o *options) setting(name string) string { return cmp.Or(o.from[name], "--"+name) }
+
+// parse parses a command's flags, before and after the positional
+// arguments it returns, then sets each flag the command line left out from
+// its variable. Its errors name a flag as it was typed and suggest the
+// nearest one; -h and --help print the command's usage. When ok is false
+// the command ends with code.
+func (o *options) parse(fs *flag.FlagSet, args []string, env environment, stdout io.Writer) (positional []string, code int, ok bool) {
+	fail := func(format string, a ...any) ([]string, int, bool) { return nil, o.fail(format, a...), false }
+	for len(args) > 0 {
+		arg := args[0]
+		args = args[1:]
+		if arg == "--" {
+			positional = append(positional, args...)
+			break
+		}
+		if len(arg) < 2 || arg[0] != '-' {
+			positional = append(positional, arg)
+			continue
+		}
+		typed, value, hasValue := strings.Cut(arg, "=")
+		name := strings.TrimPrefix(typed[1:], "-")
+		fl := fs.Lookup(name)
+		switch {
+		case name == "h" || name == "help":
+			fmt.Fprint(stdout, usage)
+			return nil, exitOK, false
+		case name == "token" || name == "url":
+			return fail("%s: tokens and URLs are not flags; set NETBOX_%s (or use a netbox-sdk profile)", typed, strings.ToUpper(name))
+		case fl == nil:
+			var names []string
+			fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+			return fail("unknown flag %s%s", typed, suggest(name, names, "--"))
+		}
+		if b, isBool := fl.Value.(interface{ IsBoolFlag() bool }); !hasValue && isBool && b.IsBoolFlag() {
+			value = "true"
+		} else if !hasValue {
+			if len(args) == 0 {
+				return fail("flag %s needs a value", typed)
+			}
+			value, args = args[0], args[1:]
+		}
+		if err := fs.Set(name, value); err != nil {
+			return fail("%s %s: %v", typed, quote(value), err)
+		}
+	}
+	o.given, o.from = map[string]bool{}, map[string]string{}
+	fs.Visit(func(f *flag.Flag) { o.given[f.Name] = true })
+	for _, name := range slices.Sorted(maps.Keys(flagVariables)) {
+		variable := flagVariables[name]
+		if value := env.getenv(variable); value != "" && !o.given[name] && fs.Lookup(name) != nil {
+			if err := fs.Set(name, value); err != nil {
+				return fail("%s %s: %v", variable, quote(clip(value, 60)), err)
+			}
+			o.from[name] = variable
+		}
+	}
+	return positional, exitOK, true
+}
+
+// suggest is " (did you mean X?)" for the candidate nearest to s, if one is
+// within two edits.
+func suggest(s string, candidates []string, prefix string) string {
+	best, bestDistance := "", 3
+	for _, c := range candidates {
+		if d := editDistance(s, c); d < bestDistance {
+			best, bestDistance = c, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %s%s?)", prefix, best)
+}
+
+// editDistance is the Levenshtein distance of two short strings.
+func editDistance(a, b string) int {
+	row := make([]int, len(b)+1)
+	for j := range row {
+		row[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		prev := row[0]
+		row[0] = i
+		for j := 1; j <= len(b); j++ {
+			if a[i-1] != b[j-1] {
+				prev++ // the diagonal, plus one for a substitution
+			}
+			prev, row[j] = row[j], min(row[j]+1, row[j-1]+1, prev)
+		}
+	}
+	return row[len(b)]
+}
+
+// switchFlag registers a boolean flag whose variable takes the switch words.
+func switchFlag(fs *flag.FlagSet, name string, on *bool) {
+	fs.BoolFunc(name, "", func(s string) (err error) {
+		*on, err = switchWord(s)
+		return err
+	})
+}
+
+// parseTimeout reads a timeout: a Go duration (30s, 1m) or a number of
+// seconds (30, 2.5), more than 0 and at most a day.
+func parseTimeout(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		secs, ferr := strconv.ParseFloat(s, 64)
+		if ferr != nil || !(secs > 0 && secs <= 86400) { // !(…) also refuses NaN
+			return 0, errors.New("is not a duration (30s) or a number of seconds, more than 0 and at most a day")
+		}
+		d = time.Duration(secs * float64(time.Second))
+	}
+	if d <= 0 || d > 24*time.Hour {
+		return 0, errors.New("is not more than 0 and at most a day")
+	}
+	return d, nil
 }

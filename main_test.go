@@ -5617,7 +5617,7 @@ func TestCodeBudget(t *testing.T) {
 		}
 		total += codeLines(src)
 	}
-	const budget = 5440
+	const budget = 5450
 	if total > budget {
 		t.Errorf("the non-test source is %d code lines, over the budget of %d", total, budget)
 	}

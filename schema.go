@@ -706,6 +706,8 @@ func (s *schema) checkEnum(data []byte, loc string) error {
 	return nil
 }
 
+// checkType reports whether s accepts a value of type got: the false
+// schema none, a schema without "type" any (SPEC §5), at loc.
 func (s *schema) checkType(got typeMask, loc string) error {
 	switch {
 	case s.never:
@@ -754,6 +756,11 @@ func (k *keySet) add(i int, key []byte) bool {
 	return false
 }
 
+// validateObject reads an object and checks it against s, at loc: each
+// key strict and unique (duplicates are compared unescaped, SPEC §6), each
+// member against the schema of its property or additionalProperties,
+// propertyNames, then required and the property counts. It returns the
+// first problem, located.
 func (sc *scanner) validateObject(s *schema, loc string) error {
 	sized, err := sc.open(s, typeObject, loc)
 	if err != nil {
@@ -839,6 +846,9 @@ func (s *schema) checkCount(loc, measured string, n, pair int) error {
 	return nil
 }
 
+// validateArray reads an array and checks it against s, at loc: each item
+// against items, uniqueItems on the items' exact values, and the item
+// counts. It returns the first problem, located.
 func (sc *scanner) validateArray(s *schema, loc string) error {
 	sized, err := sc.open(s, typeArray, loc)
 	if err != nil {
@@ -900,6 +910,9 @@ func (s *schema) checkString(b []byte, loc string) error {
 	return nil
 }
 
+// validateNumber reads a number token and checks it against s, at loc: an
+// integer by SPEC §5's rule (plain, or integral within ±2^53), then each
+// bound in exact decimal arithmetic. The token's text is never rounded.
 func (sc *scanner) validateNumber(s *schema, loc string) error {
 	tok, plain, err := sc.number()
 	if err != nil {

@@ -483,7 +483,7 @@ func appendMembers(b []byte, members ...string) []byte {
 func (b *bridge) call(ctx context.Context, req *mcp.CallToolRequest, a *callArgs) ([]byte, error) {
 	var cat *catalog
 	var err error
-	schemaID, branchErr := b.client.inBranch(ctx, a.opts, func() { cat, err = b.client.scanOne(ctx, a.plugin, a.opts) })
+	schemaID, branchErr := b.client.branchAndDiscover(ctx, a.opts, func() { cat, err = b.client.scanOne(ctx, a.plugin, a.opts) })
 	if err != nil {
 		return nil, err
 	}
@@ -532,6 +532,9 @@ type prepared struct {
 // its request (SPEC §9): a read's query, or a write's JSON body, and the
 // branch header when a branch is in force.
 func prepare(ct catalogTool, arguments value, opts callOptions, schemaID string) (prepared, error) {
+	if ct.tool.input == nil { // a nil schema accepts anything: only a full scan's light copies lack one
+		panic("internal error: a tool without its compiled input schema is never dispatched")
+	}
 	args := encode(arguments)
 	if err := ct.tool.input.validateBytes(args, instanceLimits, "arguments"); err != nil {
 		return prepared{}, &bridgeError{Code: "invalid_arguments", Message: err.Error()}
@@ -593,13 +596,17 @@ func queryText(v value, s *schema) string {
 
 func stringValue(s string) value { return value{kind: kindString, s: s} }
 
-// send dispatches the request once and renders its answer.
+// send dispatches the request once and renders its answer: the result
+// document, or the error of SPEC §9 (which carries a strict JSON body of a
+// non-2xx answer). The response it returns keeps the status and headers
+// only: its body was released to the process budget once rendered.
 func (c *client) send(ctx context.Context, p prepared) ([]byte, *response, error) {
 	resp, err := c.do(ctx, p.req)
-	if resp != nil {
-		defer resp.release()
-	}
 	doc, err := responseDocument(p.ct, resp, err)
+	if resp != nil {
+		resp.release()
+		resp.body = nil
+	}
 	return doc, resp, err
 }
 
@@ -1177,7 +1184,7 @@ type stdioConn struct {
 	done     chan struct{} // closed by Close
 	eof      chan struct{} // closed when stdin ends
 
-	mu           sync.Mutex
+	mu           sync.Mutex // guards what follows, and every write to out
 	closed       bool
 	initialized  bool                // an initialize line was accepted, and has not failed
 	initializing jsonrpc.ID          // that line's request, until it is answered
@@ -1190,6 +1197,8 @@ func (c *stdioConn) Connect(context.Context) (mcp.Connection, error) {
 	return c, nil
 }
 
+// Read hands the SDK the next message that passed check, in the order the
+// lines came; after stdin ends or Close, io.EOF.
 func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	select {
 	case m := <-c.messages:
@@ -1202,6 +1211,9 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	return nil, io.EOF
 }
 
+// Write writes one message as one line, under the lock, and learns from a
+// response which request it answered; after Close it writes nothing (SPEC
+// §11: nothing reaches stdout after the stop).
 func (c *stdioConn) Write(_ context.Context, m jsonrpc.Message) error {
 	data, err := jsonrpc.EncodeMessage(m)
 	if err != nil {
@@ -1222,6 +1234,8 @@ func (c *stdioConn) Write(_ context.Context, m jsonrpc.Message) error {
 	return err
 }
 
+// Close is the stop: from here on nothing is written (Write and check's
+// refusals look at closed under the same lock) and Read returns io.EOF.
 func (c *stdioConn) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -1317,13 +1331,13 @@ func (c *stdioConn) check(line []byte, tooLong bool) jsonrpc.Message {
 	meta, _ := doc.get("params")
 	meta, _ = meta.get("_meta")
 	version, _ := meta.get("io.modelcontextprotocol/protocolVersion")
-	stateless := version.kind == kindString && version.s >= multiRoundTrip // needs no initialize
+	needsNoInitialize := version.kind == kindString && version.s >= multiRoundTrip
 	switch {
 	case c.inFlight[req.ID]:
 		return refuse(rawID, jsonrpc.CodeInvalidRequest, "invalid request: a request with this id is still in flight")
 	case req.Method == "initialize" && c.initialized:
 		return refuse(rawID, jsonrpc.CodeInvalidRequest, "invalid request: the session is already initialized")
-	case !c.initialized && !stateless && !slices.Contains([]string{"initialize", "ping", "server/discover"}, req.Method):
+	case !c.initialized && !needsNoInitialize && !slices.Contains([]string{"initialize", "ping", "server/discover"}, req.Method):
 		return refuse(rawID, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: %s before initialize", quote(req.Method)))
 	case req.Method == "initialize":
 		// What follows the line is served in order, before its answer is

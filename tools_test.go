@@ -21,6 +21,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -2234,6 +2235,15 @@ func TestStdioNothingWrittenAfterStop(t *testing.T) {
 				t.Errorf("stopped by %s: written to stdout after the stop: %q", stop, after)
 			}
 		})
+	}
+	// The guard itself, whatever the SDK does: after Close neither a reply
+	// nor a refusal of a bad line reaches stdout.
+	var stdout bytes.Buffer
+	c := &stdioConn{out: &stdout, done: make(chan struct{}), inFlight: map[jsonrpc.ID]bool{}}
+	c.Close()
+	id, _ := jsonrpc.MakeID(float64(7))
+	if err := c.Write(context.Background(), &jsonrpc.Response{ID: id, Result: json.RawMessage(`{}`)}); err == nil || c.check([]byte("{not json"), false) != nil || stdout.Len() != 0 {
+		t.Errorf("after Close: Write answered %v, and stdout holds %q", err, stdout.String())
 	}
 }
 

@@ -215,16 +215,16 @@ func newClient(cfg *config) *client {
 
 // request is one bounded request to the configured NetBox.
 type request struct {
-	method string
-	path   string        // base-relative, starting with /api/
-	query  string        // encoded, without '?'
-	body   []byte        // JSON body, nil for none
-	header http.Header   // caller headers of this call
-	auth   string        // per-call Authorization, overrides the configured one
-	anon   bool          // no Authorization at all (check --plugin's permission probe)
-	limit  int           // body size limit
-	budget *atomic.Int64 // aggregate discovery bytes left, nil for targets
-	held   *budget       // the process budget the body is charged to; nil: netboxBodies
+	method    string
+	path      string        // base-relative, starting with /api/
+	query     string        // encoded, without '?'
+	body      []byte        // JSON body, nil for none
+	header    http.Header   // caller headers of this call
+	auth      string        // per-call Authorization, overrides the configured one
+	anon      bool          // no Authorization at all (check --plugin's permission probe)
+	limit     int           // body size limit
+	allowance *atomic.Int64 // a scan's aggregate discovery bytes left, nil for targets
+	held      *budget       // the process budget the body is charged to; nil: netboxBodies
 }
 
 // response is a response whose body was read within its limit. Its body
@@ -313,7 +313,7 @@ func (c *client) do(ctx context.Context, req request) (answer *response, err err
 		return r, fail(fmt.Errorf("%w: Content-Length %d is more than %d bytes", errTooLarge, resp.ContentLength, req.limit))
 	}
 	bodies := cmp.Or(req.held, netboxBodies)
-	body, held, err := readBounded(resp.Body, req.limit, bodies, req.budget)
+	body, held, err := readBounded(resp.Body, req.limit, bodies, req.allowance)
 	if err != nil {
 		if !errors.Is(err, errTooLarge) && !errors.Is(err, errBudget) && !errors.Is(err, errBusy) {
 			err = fmt.Errorf("body could not be read: %v", c.describeNetError(ctx, err))
