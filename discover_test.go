@@ -1863,13 +1863,13 @@ func TestNonSuccessBodiesChargeTheBudget(t *testing.T) {
 	b := new(atomic.Int64)
 	b.Store(int64(len(page)))
 	req := listRequest(specListBytes)
-	req.budget = b
+	req.allowance = b
 	resp, err := c.do(context.Background(), req)
 	if err != nil || resp.status != 404 || string(resp.body) != page || b.Load() != 0 {
 		t.Fatalf("within the budget: %v, %d left", err, b.Load())
 	}
-	req.budget = new(atomic.Int64)
-	req.budget.Store(int64(len(page) - 1))
+	req.allowance = new(atomic.Int64)
+	req.allowance.Store(int64(len(page) - 1))
 	if _, err := c.do(context.Background(), req); !errors.Is(err, errBudget) {
 		t.Fatalf("over the budget: %v, want errBudget", err)
 	}
