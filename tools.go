@@ -296,9 +296,9 @@ var nextSteps = map[string]string{
 
 // toolError renders an error as an isError result, with its code.
 func toolError(err error, a *callArgs) (*mcp.CallToolResult, string) {
-	be, ok := errors.AsType[*bridgeError](err)
-	if !ok {
-		be = &bridgeError{Code: "discovery_failed", Message: err.Error()}
+	be := &bridgeError{Code: "discovery_failed", Message: err.Error()}
+	if e, ok := errors.AsType[*bridgeError](err); ok {
+		*be = *e // a copy: the callers waiting on one scan share its error
 	}
 	if a != nil {
 		be.Plugin = cmp.Or(be.Plugin, a.plugin)

@@ -2457,3 +2457,41 @@ func TestAdviceWorksWhenFollowed(t *testing.T) {
 	}
 	passes("NETBOX_URL="+f.URL, &bridge{client: newClient(cfg), policy: writePolicy{all: true}, confirm: "auto", audit: &auditLog{stderr: slog.DiscardHandler}})
 }
+
+// TestSharedScanErrorAdvisedOnce: callers waiting on one full scan share its
+// error; each answer carries the next step SPEC §9 names for the code once,
+// and no answer changes another's (a data race under -race).
+func TestSharedScanErrorAdvisedOnce(t *testing.T) {
+	t.Parallel()
+	f := newFakeNetBox(t)
+	f.setList("not JSON")
+	release := make(chan struct{})
+	f.setBefore(func(r *http.Request) {
+		if r.URL.Path == "/api/plugins/" {
+			<-release
+		}
+	})
+	b := newBridge(f, false)
+	cs := connect(t, b, protocolVersions[0], nil)
+	const callers = 8
+	results := make([]result, callers)
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() { results[i] = call(t, cs, "plugin_list_tools", map[string]any{}) })
+	}
+	for deadline := time.Now().Add(5 * time.Second); waiting(b.client) < callers && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	if n := waiting(b.client); n != callers {
+		t.Fatalf("%d callers wait on the scan, want %d", n, callers)
+	}
+	close(release)
+	wg.Wait()
+	const advice = "Nothing was sent to the target operation; it is safe to retry."
+	for i, r := range results {
+		wantError(t, r, "discovery_failed", false)
+		if n := strings.Count(r.text, advice); n != 1 {
+			t.Errorf("caller %d: the advice appears %d times in %q, want once", i, n, r.text)
+		}
+	}
+}
