@@ -2449,15 +2449,12 @@ func switchFlag(fs *flag.FlagSet, name string, on *bool) {
 // seconds (30, 2.5), more than 0 and at most a day.
 func parseTimeout(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
-	if err != nil {
-		secs, ferr := strconv.ParseFloat(s, 64)
-		if ferr != nil || !(secs > 0 && secs <= 86400) { // !(…) also refuses NaN
-			return 0, errors.New("is not a duration (30s) or a number of seconds, more than 0 and at most a day")
-		}
-		d = time.Duration(secs * float64(time.Second))
+	// The seconds are bounded before they convert: NaN and ±Inf never do.
+	if secs, ferr := strconv.ParseFloat(s, 64); err != nil && ferr == nil && secs > 0 && secs <= 86400 {
+		d, err = time.Duration(secs*float64(time.Second)), nil
 	}
-	if d <= 0 || d > 24*time.Hour {
-		return 0, errors.New("is not more than 0 and at most a day")
+	if err != nil || d <= 0 || d > 24*time.Hour {
+		return 0, errors.New("is not a duration (30s) or a number of seconds, more than 0 and at most a day")
 	}
 	return d, nil
 }
