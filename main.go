@@ -301,7 +301,7 @@ func fileOwner(info fs.FileInfo) int {
 // then the netbox-sdk profile file. Its errors are one line that says what
 // to set.
 func loadConfig(o *options, env environment) (*config, error) {
-	cfg := &config{timeout: defaultTimeout, branch: o.branch}
+	cfg := &config{branch: o.branch}
 	profileName := cmp.Or(o.profile, env.getenv("NETBOX_PROFILE"))
 	p, err := loadProfile(env, cmp.Or(profileName, "default"), profileName != "")
 	if err != nil {
@@ -357,10 +357,8 @@ func loadConfig(o *options, env environment) (*config, error) {
 		}
 		cfg.authFrom = tokenFrom
 	}
-	if timeout != "" {
-		if cfg.timeout, err = parseTimeout(timeout); err != nil {
-			return nil, fmt.Errorf("%s: %s %v", timeoutFrom, quote(clip(timeout, 40)), err)
-		}
+	if cfg.timeout, err = parseTimeout(cmp.Or(timeout, defaultTimeout.String())); err != nil {
+		return nil, fmt.Errorf("%s: %s %v", timeoutFrom, quote(clip(timeout, 40)), err)
 	}
 	cfg.timeout = cmp.Or(o.timeout, cfg.timeout)
 	if verify, err := switchWord(cmp.Or(sslVerify, "1")); err != nil {
