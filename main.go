@@ -58,6 +58,7 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -661,7 +662,7 @@ var requestBodies = newBudget(8 << 20)
 // then drains. A configured NetBox token makes the identity shared: callers
 // then present the MCP bearer token instead of their own NetBox token.
 func serveHTTP(ctx context.Context, o *options, env environment, server *mcp.Server, b *bridge, logger *slog.Logger) int {
-	f := newFront(server, logger, strings.FieldsFunc(o.allowedHosts, func(r rune) bool { return r == ',' || r == ' ' })...)
+	f := newFront(server, logger, strings.FieldsFunc(o.allowedHosts, listSeparator)...)
 	if b.cfgErr != nil {
 		f.notReady = "not ready: " + b.cfgErr.Error()
 	}
@@ -686,10 +687,7 @@ func serveHTTP(ctx context.Context, o *options, env environment, server *mcp.Ser
 			return o.fail("a NetBox token is configured, so every HTTP caller would act with it: set NETBOX_MCP_AUTH_TOKEN (or --auth-token-file) to the token callers must present, or leave the NetBox token out so that each caller brings their own")
 		}
 	}
-	for _, cidr := range strings.Split(o.trustedProxies, ",") {
-		if cidr = strings.TrimSpace(cidr); cidr == "" {
-			continue
-		}
+	for _, cidr := range strings.FieldsFunc(o.trustedProxies, listSeparator) {
 		prefix, err := netip.ParsePrefix(cidr)
 		if addr, aerr := netip.ParseAddr(cidr); aerr == nil {
 			prefix, err = addr.Prefix(addr.BitLen())
@@ -743,6 +741,10 @@ func serveHTTP(ctx context.Context, o *options, env environment, server *mcp.Ser
 	logger.Info("stopped; requests still in flight after the drain were cancelled")
 	return exitOK
 }
+
+// listSeparator separates the items of a list setting (--trusted-proxies,
+// --allowed-hosts): commas and white space.
+func listSeparator(r rune) bool { return r == ',' || unicode.IsSpace(r) }
 
 // onLoopback reports whether the NetBox is on this machine.
 func (c *config) onLoopback() bool {
