@@ -1273,9 +1273,9 @@ func runCheck(o *options, files []string, stdin io.Reader, stdout io.Writer, env
 	report := checkReport{Problems: []finding{}}
 	unreadable := false
 	for _, file := range files {
-		var notes problems // the cross-check's
 		var m *manifest
-		var ps problems
+		// ps are the file's problems; notes, the cross-check's.
+		var ps, notes problems
 		if data, err := readDocument(file, manifestLimits.bytes, stdin); err != nil { // reported among the others; the rest are checked
 			ps.add("", "cannot read: %s", strings.TrimPrefix(err.Error(), file+": "))
 			unreadable = true
