@@ -1093,10 +1093,10 @@ func runScan(o *options, stdout io.Writer, env environment) int {
 			cat, err = c.scanAll(ctx, callOptions{})
 		}
 	})
-	var be *bridgeError
-	switch err = cmp.Or(err, branchErr); {
+	err = cmp.Or(err, branchErr)
+	switch be, known := errors.AsType[*bridgeError](err); {
 	case err == nil:
-	case !errors.As(err, &be):
+	case !known:
 		return fail("discovery_failed", err.Error())
 	case o.plugin == "" || err == branchErr || be.Code == "invalid_request" || cannotCheck(err, o.plugin):
 		return fail(be.Code, be.Message) // the whole scan failed, the branch is unavailable, NetBox is unreachable or refused the token
@@ -1157,9 +1157,9 @@ func openNetBox(o *options, env environment) (*client, context.Context, func(), 
 // that nothing could be checked: NetBox did not answer, or refused the
 // token on the plugin root.
 func cannotCheck(err error, slug string) bool {
-	var te *transportError
-	var hs *httpStatusError
-	return errors.As(err, &te) && te.resp == nil || errors.As(err, &hs) &&
+	te, isTransport := errors.AsType[*transportError](err)
+	hs, isStatus := errors.AsType[*httpStatusError](err)
+	return isTransport && te.resp == nil || isStatus &&
 		(hs.status == http.StatusUnauthorized || hs.status == http.StatusForbidden) && hs.path == "/api/plugins/"+slug+"/"
 }
 
@@ -1391,15 +1391,15 @@ func runLiveCheck(o *options, stdin io.Reader, stdout io.Writer, env environment
 	var m *manifest
 	var rootErr, manifestErr error
 	schemaID, branchErr := c.branchAndDiscover(ctx, callOptions{}, func() { m, rootErr, manifestErr = c.fetchSelected(ctx, o.plugin, callOptions{}) })
-	var ps problems
-	var me *manifestError
+	var ps, notes problems // notes: what the OpenAPI cross-check found that is no problem
+	me, manifestBroken := errors.AsType[*manifestError](manifestErr)
 	switch {
 	case cannotCheck(rootErr, o.plugin):
 		fmt.Fprintf(o.stderr, "netbox-plugin-bridge check: %v\n", rootErr)
 		return exitUsage // nothing could be checked: NetBox unreachable, or the token refused
 	case rootErr != nil || errors.Is(manifestErr, errOtherPlugin): // the root's, or a manifest of another plugin
 		ps.add("advertisement", "%v", cmp.Or(rootErr, manifestErr))
-	case errors.As(manifestErr, &me):
+	case manifestBroken:
 		for _, p := range me.ps {
 			p.Location = strings.TrimSuffix("manifest."+p.Location, ".")
 			ps.put(p)
@@ -1411,7 +1411,6 @@ func runLiveCheck(o *options, stdin io.Reader, stdout io.Writer, env environment
 		return exitUsage
 	}
 	tools := []liveTool{}
-	var notes problems
 	if len(ps) == 0 {
 		cat := &catalog{plugin: o.plugin}
 		cat.add(o.plugin, m)
@@ -1502,8 +1501,7 @@ func checkLiveTool(ctx context.Context, c *client, ct catalogTool, given map[str
 		ps.add(at+".anonymous", "answered %d; expected 401 or 403 without a token", resp.status)
 	}
 	_, resp, err := c.send(ctx, p)
-	var invalid *problem
-	switch {
+	switch invalid, breaksOutput := errors.AsType[*problem](err); {
 	case resp == nil:
 		ps.add(at+".response", "%v", err)
 		lt.note = "called: no answer"
@@ -1514,7 +1512,7 @@ func checkLiveTool(ctx context.Context, c *client, ct catalogTool, given map[str
 			body, _ = decode(be.Body, instanceLimits)
 		}
 		ps.add(at+".response", "answered %d%s", resp.status, detail(body))
-	case errors.As(err, &invalid): // the body against the outputSchema
+	case breaksOutput: // the body against the outputSchema
 		invalid.Location = at + ".response" + strings.TrimPrefix(invalid.Location, "body")
 		ps.put(*invalid)
 	case err != nil:
