@@ -412,33 +412,29 @@ func renderCatalog(cat *catalog, detail string, title, summary int) []byte {
 	b = appendString(b, detail)
 	b = append(b, `,"`+map[bool]string{true: "tools", false: "plugins"}[detail == "full"]+`":[`...)
 	for i, t := range cat.tools {
-		// The members one by one, as this loop is the catalog's hot path.
+		// The members one by one, as this loop is the catalog's hot path:
+		// first what separates the tool from the one before, then the tool.
 		switch {
-		case detail == "full":
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, t.tool.descriptor[:len(t.tool.descriptor)-1]...) // without its '}'
-			b = appendString(append(b, `,"plugin":`...), t.plugin)
-			b = appendString(append(b, `,"qualified_name":`...), t.qualifiedName())
-			b = appendString(append(b, `,"request_path":`...), t.requestPath)
-			b = append(b, '}')
-			continue
-		case i > 0 && t.plugin == cat.tools[i-1].plugin: // tools are sorted: a plugin's are together
+		case i > 0 && (detail == "full" || t.plugin == cat.tools[i-1].plugin): // tools are sorted: a plugin's are together
 			b = append(b, ',')
 		case i > 0:
 			b = append(b, "]},"...)
 			fallthrough
-		default: // each plugin's slug once
+		case detail != "full": // each plugin's slug once in the index
 			b = append(appendString(append(b, `{"plugin":`...), t.plugin), `,"tools":[`...)
 		}
-		b = appendString(append(b, `{"name":`...), t.tool.name)
-		b = appendString(append(b, `,"effect":`...), t.tool.effect)
+		if detail == "full" {
+			b = append(b, t.tool.descriptor[:len(t.tool.descriptor)-1]...) // without its '}'
+			b = appendMembers(b, "plugin", t.plugin, "qualified_name", t.qualifiedName(), "request_path", t.requestPath)
+			b = append(b, '}')
+			continue
+		}
+		b = appendMembers(append(b, '{'), "name", t.tool.name, "effect", t.tool.effect)
 		if title > 0 {
-			b = appendString(append(b, `,"title":`...), clip(t.tool.title, title))
+			b = appendMembers(b, "title", clip(t.tool.title, title))
 		}
 		if summary > 0 {
-			b = appendString(append(b, `,"summary":`...), clip(t.tool.summary, summary))
+			b = appendMembers(b, "summary", clip(t.tool.summary, summary))
 		}
 		b = append(b, '}')
 	}
@@ -564,34 +560,32 @@ func encodeQuery(args value, s *schema) (string, value) {
 	for _, m := range slices.SortedFunc(slices.Values(args.obj), func(x, y member) int { return strings.Compare(x.key, y.key) }) {
 		prop := s.props[s.propIndex[m.key]].schema
 		if m.val.kind != kindArray {
-			text := queryText(m.val, prop)
-			q.Add(m.key, text)
-			view.obj = append(view.obj, member{m.key, stringValue(text)})
+			view.obj = append(view.obj, member{m.key, addQueryValue(q, m.key, m.val, prop)})
 			continue
 		}
 		list := value{kind: kindArray, arr: []value{}}
 		for _, e := range m.val.arr {
-			text := queryText(e, prop.items)
-			q.Add(m.key, text)
-			list.arr = append(list.arr, stringValue(text))
+			list.arr = append(list.arr, addQueryValue(q, m.key, e, prop.items))
 		}
 		view.obj = append(view.obj, member{m.key, list})
 	}
 	return q.Encode(), view
 }
 
-func queryText(v value, s *schema) string {
-	switch v.kind {
-	case kindNull:
-		return ""
-	case kindBool:
-		return fmt.Sprint(v.b)
-	case kindNumber:
-		if s != nil && s.types&typeInteger != 0 && s.types&typeNumber == 0 {
-			return exact(v.s).RatString() // integral: validated as an integer
-		}
+// addQueryValue adds one value of the parameter key to q, as encodeQuery
+// renders it, and returns the text it added, for the dry-run view.
+func addQueryValue(q url.Values, key string, v value, s *schema) value {
+	text := v.s
+	switch {
+	case v.kind == kindNull:
+		text = ""
+	case v.kind == kindBool:
+		text = fmt.Sprint(v.b)
+	case v.kind == kindNumber && s != nil && s.types&typeInteger != 0 && s.types&typeNumber == 0:
+		text = exact(v.s).RatString() // integral: validated as an integer
 	}
-	return v.s
+	q.Add(key, text)
+	return stringValue(text)
 }
 
 func stringValue(s string) value { return value{kind: kindString, s: s} }
@@ -618,10 +612,9 @@ func dryRunDocument(p prepared, branch, refusal string) []byte {
 	if refusal != "" {
 		notice += " A live call would be refused: " + refusal
 	}
-	ct := p.ct
 	doc := value{kind: kindObject, obj: []member{
-		{"dry_run", value{kind: kindBool, b: true}}, {"plugin", stringValue(ct.plugin)}, {"tool", stringValue(ct.tool.name)},
-		{"effect", stringValue(ct.tool.effect)}, {"method", stringValue(ct.tool.method)}, {"path", stringValue(ct.requestPath)},
+		{"dry_run", value{kind: kindBool, b: true}}, {"plugin", stringValue(p.ct.plugin)}, {"tool", stringValue(p.ct.tool.name)},
+		{"effect", stringValue(p.ct.tool.effect)}, {"method", stringValue(p.ct.tool.method)}, {"path", stringValue(p.ct.requestPath)},
 		{"query", p.query}, {"body", p.body}, {"allowed", value{kind: kindBool, b: refusal == ""}}, {"notice", stringValue(notice)}}}
 	if id := p.req.header.Get(branchHeader); id != "" {
 		doc.obj = append(doc.obj, member{"branch", stringValue(branch)},
