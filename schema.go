@@ -445,11 +445,8 @@ var space = [256]bool{' ': true, '\t': true, '\n': true, '\r': true}
 // skip skips white space, and with separators the commas and colons that
 // build reads past.
 func (sc *scanner) skip(separators bool) {
-	for sc.pos < len(sc.data) {
-		switch c := sc.data[sc.pos]; {
-		case space[c], separators && (c == ',' || c == ':'):
-			sc.pos++
-		default:
+	for ; sc.pos < len(sc.data); sc.pos++ {
+		if c := sc.data[sc.pos]; !space[c] && !(separators && (c == ',' || c == ':')) {
 			return
 		}
 	}
@@ -472,8 +469,7 @@ func (sc *scanner) open(s *schema, got typeMask, loc string) (int, error) {
 	if err := s.checkType(got, loc); err != nil {
 		return 0, err
 	}
-	sc.depth++
-	if sc.depth > sc.lim.depth {
+	if sc.depth++; sc.depth > sc.lim.depth {
 		return 0, sc.errorf("nesting deeper than %d", sc.lim.depth)
 	}
 	sc.pos++
