@@ -443,7 +443,7 @@ func lineColumn(data []byte, offset int) (line, column int) {
 var space = [256]bool{' ': true, '\t': true, '\n': true, '\r': true}
 
 // skip skips white space, and with separators the commas and colons that
-// build reads past.
+// build and members read past.
 func (sc *scanner) skip(separators bool) {
 	for ; sc.pos < len(sc.data); sc.pos++ {
 		if c := sc.data[sc.pos]; !space[c] && !(separators && (c == ',' || c == ':')) {
@@ -961,9 +961,7 @@ func members(data []byte, each func(key string, raw []byte)) {
 	sc.open(anySchema, typeObject, "")
 	for n := 0; sc.more('}', n, -1); n++ {
 		key, _ := sc.str(true)
-		sc.peek()
-		sc.pos++ // the colon
-		sc.skip(false)
+		sc.skip(true) // the colon and the white space around it
 		start := sc.pos
 		sc.validate(nil, "")
 		each(string(key), data[start:sc.pos])
