@@ -172,14 +172,10 @@ func (ps *problems) add(loc, format string, args ...any) {
 
 func (ps *problems) put(p problem) { *ps = append(*ps, p) }
 
-// addErr adds a decoder or validator error, a *problem.
-func (ps *problems) addErr(err error) {
-	if p, ok := err.(*problem); ok {
-		ps.put(*p)
-		return
-	}
-	ps.add("", "%v", err)
-}
+// addErr adds a decoder or validator error: decode and validateBytes
+// return no error but a *problem (the scanner, checkType, checkCount and
+// checkString make nothing else), and anything else is an internal error.
+func (ps *problems) addErr(err error) { ps.put(*err.(*problem)) }
 
 // capped is what a printer shows: the first problemLimit problems, then a
 // line that counts the others.
