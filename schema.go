@@ -688,11 +688,10 @@ func (sc *scanner) validate(s *schema, loc string) error {
 // checkEnum compares a value that is not a string with const and enum. It
 // stays out of validate, whose stack frame every nesting level pays for.
 func (s *schema) checkEnum(data []byte, loc string) error {
-	v := decodeChecked(data)
-	if s.constant != nil && !equal(v, *s.constant) {
+	switch v := decodeChecked(data); {
+	case s.constant != nil && !equal(v, *s.constant):
 		return &problem{Location: loc, Message: "value does not equal the schema's const"}
-	}
-	if s.hasEnum && !slices.ContainsFunc(s.enum, func(e value) bool { return equal(v, e) }) {
+	case s.hasEnum && !slices.ContainsFunc(s.enum, func(e value) bool { return equal(v, e) }):
 		return &problem{Location: loc, Message: "value is not one of the schema's enum values"}
 	}
 	return nil
