@@ -1667,23 +1667,21 @@ func (c *converter) convert(v value, at string, depth int, refs []string) (value
 		}
 		out = set(out, key, val)
 	}
-	nullable := nullableOf(v)
-	if t, ok := out.get("type"); nullable && ok {
-		if t.kind == kindString {
-			t = value{kind: kindArray, arr: []value{t}}
-		}
-		if !slices.ContainsFunc(t.arr, func(e value) bool { return e.s == "null" }) {
-			out = set(out, "type", value{kind: kindArray, arr: append(slices.Clone(t.arr), stringValue("null"))})
-		}
+	if nullable, _ := v.get("nullable"); !nullable.b {
+		return out, err
 	}
-	if e, ok := out.get("enum"); nullable && ok && !slices.ContainsFunc(e.arr, func(e value) bool { return e.kind == kindNull }) {
+	if t, ok := out.get("type"); ok && typesOf(out)&typeNull == 0 {
+		types := t.arr
+		if t.kind == kindString {
+			types = []value{t}
+		}
+		out = set(out, "type", value{kind: kindArray, arr: append(slices.Clone(types), stringValue("null"))})
+	}
+	if e, ok := out.get("enum"); ok && !slices.ContainsFunc(e.arr, func(e value) bool { return e.kind == kindNull }) {
 		out = set(out, "enum", value{kind: kindArray, arr: append(slices.Clone(e.arr), value{})})
 	}
 	return out, err
 }
-
-// nullableOf reports whether an OpenAPI schema is nullable.
-func nullableOf(v value) bool { n, _ := v.get("nullable"); return n.b }
 
 // combine reads the combinators drf-spectacular writes as what they stand
 // for: a one-member allOf as its member (the wrapper's own keywords then
