@@ -377,20 +377,14 @@ func (c *client) pluginSlugs(body []byte) ([]string, []scanProblem, error) {
 	if list.kind != kindObject {
 		return nil, nil, errors.New("GET /api/plugins/: the plugin list is not an object")
 	}
-	roots := len(list.obj)
-	if _, listed := list.get(installedPlugins); listed {
-		roots--
-	}
-	if roots > scanRootLimit {
-		return nil, nil, fmt.Errorf("NetBox lists %d plugin roots, more than %d", roots, scanRootLimit)
+	roots := slices.DeleteFunc(list.obj, func(m member) bool { return m.key == installedPlugins }) // list is this call's own
+	if len(roots) > scanRootLimit {
+		return nil, nil, fmt.Errorf("NetBox lists %d plugin roots, more than %d", len(roots), scanRootLimit)
 	}
 	links := map[string]string{} // slug → its link, "" once it is a problem
 	var slugs []string
 	var ps []scanProblem
-	for _, m := range list.obj {
-		if m.key == installedPlugins {
-			continue
-		}
+	for _, m := range roots {
 		slug, err := c.pluginRoot(m.val)
 		prev, listed := links[slug]
 		switch {
