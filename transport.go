@@ -303,13 +303,12 @@ func (c *client) do(ctx context.Context, req request) (answer *response, err err
 	c.answered.Store(true)
 	r := &response{status: resp.StatusCode, header: resp.Header, release: func() {}}
 	fail := func(err error) error { return &transportError{err: err, sent: true, resp: r} }
-	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+	switch {
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
 		return r, fail(fmt.Errorf("redirects are never followed: HTTP %d to %s", resp.StatusCode, quote(clip(resp.Header.Get("Location"), 120))))
-	}
-	if req.method == http.MethodHead {
+	case req.method == http.MethodHead:
 		return r, nil
-	}
-	if resp.ContentLength > int64(req.limit) {
+	case resp.ContentLength > int64(req.limit):
 		return r, fail(fmt.Errorf("%w: Content-Length %d is more than %d bytes", errTooLarge, resp.ContentLength, req.limit))
 	}
 	bodies := cmp.Or(req.held, netboxBodies)
