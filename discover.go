@@ -371,14 +371,13 @@ func (c *client) scan(ctx context.Context, opts callOptions) (*catalog, error) {
 // hostile list fails the scan instead of turning into thousands of them.
 func (c *client) pluginSlugs(body []byte) ([]string, []scanProblem, error) {
 	list, err := decode(body, rootLimits)
-	if err != nil {
-		return nil, nil, fmt.Errorf("GET /api/plugins/: %w", err)
-	}
-	if list.kind != kindObject {
-		return nil, nil, errors.New("GET /api/plugins/: the plugin list is not an object")
-	}
 	roots := slices.DeleteFunc(list.obj, func(m member) bool { return m.key == installedPlugins }) // list is this call's own
-	if len(roots) > scanRootLimit {
+	switch {
+	case err != nil:
+		return nil, nil, fmt.Errorf("GET /api/plugins/: %w", err)
+	case list.kind != kindObject:
+		return nil, nil, errors.New("GET /api/plugins/: the plugin list is not an object")
+	case len(roots) > scanRootLimit:
 		return nil, nil, fmt.Errorf("NetBox lists %d plugin roots, more than %d", len(roots), scanRootLimit)
 	}
 	links := map[string]string{} // slug → its link, "" once it is a problem
@@ -433,19 +432,17 @@ func (d *discovery) advertises(ctx context.Context, slug string) error {
 // when the plugin does not take part.
 func (c *client) advertisement(slug, path string, body []byte) error {
 	root, err := decode(body, rootLimits)
-	if err != nil {
-		return fmt.Errorf("GET %s: %w", path, err)
-	}
-	if root.kind != kindObject {
-		return fmt.Errorf("GET %s: the plugin root is not an object", path)
-	}
-	ad, found := root.get("mcp")
-	if !found || ad.kind == kindNull {
-		return errNotAdvertised
-	}
+	ad, found := root.get("mcp") // a value that failed or is no object has no members
 	version, _ := ad.get("schema_version")
 	link, _ := ad.get("manifest")
-	if ad.kind != kindObject || len(ad.obj) != 2 || version.kind != kindString || version.s != "1" || link.kind != kindString {
+	switch {
+	case err != nil:
+		return fmt.Errorf("GET %s: %w", path, err)
+	case root.kind != kindObject:
+		return fmt.Errorf("GET %s: the plugin root is not an object", path)
+	case !found || ad.kind == kindNull:
+		return errNotAdvertised
+	case ad.kind != kindObject || len(ad.obj) != 2 || version.kind != kindString || version.s != "1" || link.kind != kindString:
 		return fmt.Errorf(`plugin %s: invalid mcp advertisement: must be exactly {"schema_version": "1", "manifest": "<link>"}`, quote(slug))
 	}
 	linked, err := c.resolveLink(link.s, true)
