@@ -467,7 +467,7 @@ func (c *client) scanOne(ctx context.Context, slug string, opts callOptions) (*c
 	return cat, nil
 }
 
-// selected fetches the root and the manifest of the selected plugin at
+// fetchSelected fetches the root and the manifest of the selected plugin at
 // once, one round trip (SPEC §3), and checks each: the manifest is used only
 // when the root advertises exactly it.
 func (c *client) fetchSelected(ctx context.Context, slug string, opts callOptions) (m *manifest, rootErr, manifestErr error) {
@@ -487,10 +487,10 @@ func (c *client) fetchSelected(ctx context.Context, slug string, opts callOption
 	if hs, ok := errors.AsType[*httpStatusError](manifestErr); ok && errors.Is(err, errNotAdvertised) && hs.detail != "" {
 		err = fmt.Errorf("%w; its manifest URL answered HTTP %d%s", errNotAdvertised, hs.status, hs.detail)
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		return nil, discoveryError(slug, err), nil
-	}
-	if manifestErr != nil {
+	case manifestErr != nil:
 		return nil, nil, discoveryError(slug, manifestErr)
 	}
 	return m, nil, nil
@@ -631,14 +631,12 @@ func (c *client) resolveLink(link string, sameOrigin bool) (string, error) {
 	path := link
 	if scheme, rest, ok := strings.Cut(link, "://"); ok {
 		authority, p, _ := strings.Cut(rest, "/")
-		if strings.Contains(authority, "@") {
+		switch origin, err := originOf(scheme, authority); {
+		case strings.Contains(authority, "@"):
 			return "", fmt.Errorf("link %s carries credentials", shown)
-		}
-		origin, err := originOf(scheme, authority)
-		if err != nil {
+		case err != nil:
 			return "", fmt.Errorf("link %s: %v", shown, err)
-		}
-		if sameOrigin && origin != c.origin {
+		case sameOrigin && origin != c.origin:
 			return "", fmt.Errorf("link %s has origin %s, but NetBox is configured as %s; behind a reverse proxy, "+
 				"check that it forwards X-Forwarded-Proto and Host", shown, clip(origin, clipLimit), c.origin)
 		}
