@@ -345,16 +345,14 @@ func readBounded(r io.Reader, limit int, process *budget, scan *atomic.Int64) (b
 		}
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
-		if scan != nil && scan.Add(-int64(n)) < 0 {
+		switch {
+		case scan != nil && scan.Add(-int64(n)) < 0:
 			return nil, 0, errBudget
-		}
-		if len(buf) > limit {
+		case len(buf) > limit:
 			return nil, 0, fmt.Errorf("%w: more than %d bytes", errTooLarge, limit)
-		}
-		if err == io.EOF {
+		case err == io.EOF:
 			return buf, int64(cap(buf)), nil
-		}
-		if err != nil {
+		case err != nil:
 			return nil, 0, err
 		}
 	}
@@ -365,15 +363,14 @@ func readBounded(r io.Reader, limit int, process *budget, scan *atomic.Int64) (b
 // while NetBox has never answered at base (SPEC §9, advice where the
 // evidence points).
 func (c *client) describeNetError(ctx context.Context, err error) error {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("timed out after %v", c.timeout)
-	}
 	if ue, ok := errors.AsType[*url.Error](err); ok {
 		err = ue.Err
 	}
 	_, authority := errors.AsType[x509.UnknownAuthorityError](err)
 	_, record := errors.AsType[tls.RecordHeaderError](err)
 	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Errorf("timed out after %v", c.timeout)
 	case authority:
 		return fmt.Errorf("%w; if NetBox's certificate comes from a private CA, set SSL_CERT_FILE to that CA's certificate (NETBOX_SSL_VERIFY=0 only as a last resort)", err)
 	case c.assumedHTTPS && (record || strings.Contains(err.Error(), "HTTP response to HTTPS client")):
