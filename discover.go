@@ -122,14 +122,11 @@ var (
 // discoveryError assigns a discovery failure its SPEC §9 code.
 func discoveryError(slug string, err error) *bridgeError {
 	be := &bridgeError{Code: "discovery_failed", Message: err.Error(), Plugin: slug, cause: err}
-	hs, _ := errors.AsType[*httpStatusError](err)
-	switch {
+	switch hs, _ := errors.AsType[*httpStatusError](err); {
 	case errors.Is(err, errNotAdvertised):
-		be.Code = "not_advertised"
-		be.Message = fmt.Sprintf("plugin %s: %v", quote(slug), err)
+		be.Code, be.Message = "not_advertised", fmt.Sprintf("plugin %s: %v", quote(slug), err)
 	case hs != nil && hs.status == http.StatusNotFound && hs.path == "/api/plugins/"+slug+"/":
-		be.Code = "plugin_not_found"
-		be.Message = fmt.Sprintf("NetBox has no API root for plugin %s (%v)", quote(slug), err)
+		be.Code, be.Message = "plugin_not_found", fmt.Sprintf("NetBox has no API root for plugin %s (%v)", quote(slug), err)
 	}
 	return be
 }
@@ -487,10 +484,10 @@ func (c *client) fetchSelected(ctx context.Context, slug string, opts callOption
 	if hs, ok := errors.AsType[*httpStatusError](manifestErr); ok && errors.Is(err, errNotAdvertised) && hs.detail != "" {
 		err = fmt.Errorf("%w; its manifest URL answered HTTP %d%s", errNotAdvertised, hs.status, hs.detail)
 	}
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, discoveryError(slug, err), nil
-	case manifestErr != nil:
+	}
+	if manifestErr != nil {
 		return nil, nil, discoveryError(slug, manifestErr)
 	}
 	return m, nil, nil
