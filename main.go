@@ -2103,14 +2103,6 @@ func draftTool(o *openapi, slug, method, rel string, taken map[string]bool) (too
 		method, rel, effect, encode(in), encode(out), effect == "read", effect == "destructive", method != http.MethodPost && method != http.MethodPatch), comments, nil
 }
 
-// clipRunes shortens s to at most n characters.
-func clipRunes(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
-}
-
 // ---- the built-in demo NetBox ----
 
 // demoToken is the v1 token the demo NetBox requires; it guards nothing real.

@@ -253,10 +253,15 @@ func firstSentence(d string) string {
 	if strings.Contains(d, "  ") || strings.ContainsFunc(d, func(r rune) bool { return r != ' ' && unicode.IsSpace(r) }) || strings.TrimSpace(d) != d {
 		d = strings.Join(strings.Fields(d), " ")
 	}
-	if utf8.RuneCountInString(d) > summaryLimit {
-		d = string([]rune(d)[:summaryLimit-1]) + "…"
+	return clipRunes(d, summaryLimit)
+}
+
+// clipRunes shortens s to at most n characters, the last of them "…".
+func clipRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
 	}
-	return d
+	return string([]rune(s)[:n-1]) + "…"
 }
 
 // encodeDescriptor is the compact encoding of a valid descriptor, with
