@@ -4607,6 +4607,23 @@ func getText(t *testing.T, client *http.Client, url string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
+// TestHTTPServesOnlyItsEndpoints: SPEC §14 names the HTTP front's
+// endpoints, /mcp, /healthz and /readyz. Any other path is none of them: it
+// is not found (RFC 9110: 404), and NetBox is asked nothing.
+func TestHTTPServesOnlyItsEndpoints(t *testing.T) {
+	t.Parallel()
+	f := newInvNetBox(t)
+	srv := httpBridge(t, f, false, "", io.Discard)
+	for _, path := range []string{"/", "/mcp/", "/healthz/", "/readyz/x", "/api/plugins/", "/index.html"} {
+		if status, body := getText(t, http.DefaultClient, srv.URL+path); status != http.StatusNotFound {
+			t.Errorf("GET %s: %d %q, want 404", path, status, clip(body, 100))
+		}
+	}
+	if n := f.totalRequests(); n != 0 {
+		t.Errorf("%d NetBox requests for paths the front does not serve", n)
+	}
+}
+
 // TestHTTPReadyz: SPEC §14, /readyz answers 200 "ready" on a replica that
 // can serve, and 503 with one line naming what is missing on one that
 // cannot: no NetBox URL, or a write policy that does not parse. /healthz
@@ -5559,6 +5576,70 @@ func TestAuditPath(t *testing.T) {
 		t.Errorf("the README says the path is %d code lines; its %d declarations have %d", stated, len(rows), sum)
 	}
 	t.Logf("audit: %d declarations, %d code lines (README says %d)", len(rows), sum, stated)
+
+	// Each row's test fails without the row's guard: e2e/mutants/run deletes
+	// each guard as e2e/mutants/rows.txt says and runs the test (too slow
+	// for here). Here the list is kept true: one entry for each row, naming
+	// its test, and a snippet that still occurs exactly once in its file.
+	mutants := map[string][]map[string]string{}
+	for _, m := range readMutants(t) {
+		mutants[m["file"]+":"+m["decl"]] = append(mutants[m["file"]+":"+m["decl"]], m)
+	}
+	for _, r := range rows {
+		ms := mutants[r[2]+":"+r[1]]
+		delete(mutants, r[2]+":"+r[1])
+		if len(ms) != 1 {
+			t.Errorf("e2e/mutants/rows.txt has %d entries for %s (%s), want one", len(ms), r[1], r[2])
+			continue
+		}
+		src, _ := os.ReadFile(r[2])
+		switch m := ms[0]; {
+		case m["test"] != r[3]:
+			t.Errorf("e2e/mutants/rows.txt proves %s by %s, the README by %s", r[1], m["test"], r[3])
+		case m["find"] == m["into"]:
+			t.Errorf("e2e/mutants/rows.txt: the mutant of %s changes nothing", r[1])
+		case strings.Count(string(src), m["find"]) != 1:
+			t.Errorf("e2e/mutants/rows.txt: the snippet of %s occurs %d times in %s, want once: %q", r[1], strings.Count(string(src), m["find"]), r[2], m["find"])
+		}
+	}
+	for name := range mutants {
+		t.Errorf("e2e/mutants/rows.txt has an entry for %s, which the Auditing table does not list", name)
+	}
+}
+
+// readMutants reads the entries of e2e/mutants/rows.txt as e2e/mutants/run
+// does: blocks of "key: value" lines (an Auditing row's decl, file and
+// test, and the edit, find into, that deletes its guard), each ended by a
+// blank line; # starts a comment.
+func readMutants(t *testing.T) []map[string]string {
+	t.Helper()
+	data, err := os.ReadFile("e2e/mutants/rows.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ms []map[string]string
+	for block := range strings.SplitSeq(string(data), "\n\n") {
+		m := map[string]string{}
+		for line := range strings.Lines(block) {
+			if line = strings.TrimSuffix(line, "\n"); line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			switch key, val, _ := strings.Cut(line, ": "); {
+			case !slices.Contains([]string{"decl", "file", "test", "find", "into"}, key) || m[key] != "" || val == "":
+				t.Errorf("e2e/mutants/rows.txt: %q is not one of decl, file, test, find and into, each once and not empty", line)
+			default:
+				m[key] = val
+			}
+		}
+		switch {
+		case len(m) == 0: // comments only
+		case len(m) != 5:
+			t.Errorf("e2e/mutants/rows.txt: the entry for %q lacks some of decl, file, test, find and into", m["decl"])
+		default:
+			ms = append(ms, m)
+		}
+	}
+	return ms
 }
 
 // declName is how the README names a declaration: a function, a method as

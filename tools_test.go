@@ -640,6 +640,34 @@ func TestArgumentBounds(t *testing.T) {
 	}
 }
 
+// TestCallBeyondTheBoundsSendsNothing: SPEC §6 decodes the tool arguments
+// the bridge receives within the bounds of their kind, enforced while
+// decoding, and §5 bounds arguments as an instance: 256 KiB, depth 32,
+// 10,000 values. A call whose arguments break a bound many times over is
+// refused as it is read, before discovery: NetBox sees no request at all,
+// not even the discovery GETs that a call with valid arguments makes.
+func TestCallBeyondTheBoundsSendsNothing(t *testing.T) {
+	t.Parallel()
+	f := newInvNetBox(t)
+	anything := toolSpec{Name: "put", Title: "Put", Description: "Store anything.", Method: "PUT", Path: "any/", Effect: "write",
+		InputSchema: json.RawMessage(`{"type": "object", "additionalProperties": false, "properties": {"x": true}}`)}
+	f.addPlugin("store", anything)
+	cs := connect(t, newBridge(f, true), protocolVersions[0], nil)
+	for _, c := range []struct{ name, args string }{
+		{"1 MiB", `{"x":"` + strings.Repeat("a", 1<<20) + `"}`},
+		{"depth 64", `{"x":` + nested(63) + `}`},
+		{"40,000 values", `{"x":` + zeros(39999) + `}`},
+	} {
+		r := call(t, cs, "plugin_call_tool", map[string]any{"plugin": "store", "tool": "put", "arguments": jsonArgs(t, c.args), "dry_run": true})
+		if !r.isError || r.errorField("dispatched") != false || r.code() != "invalid_request" && r.code() != "invalid_arguments" {
+			t.Errorf("%s: %s, want the call refused", c.name, clip(r.text, 300))
+		}
+	}
+	if n := f.totalRequests(); n != 0 {
+		t.Errorf("%d requests reached NetBox for calls whose arguments break the bounds", n)
+	}
+}
+
 // TestDiscoveryErrorsSaySafeToRetry: SPEC §9, everything before
 // outcome_unknown is safe to correct and retry, and the message says so.
 func TestDiscoveryErrorsSaySafeToRetry(t *testing.T) {
