@@ -5681,13 +5681,15 @@ func codeLines(src []byte) int {
 	return n
 }
 
-// TestCodeBudget: the non-test source stays within the design card's
-// budget, blanks and comments excluded: 4,500 lines (issue 21), plus 60 for
-// the hardening of issue 28, 350 for the OpenAPI schema of issue 26, 80 for
-// issue 30, 150 for the release and metrics of issue 29 and 60 for the
-// memo of issue 31 (5,200 with these). It is over that for now, by what the
-// OpenAPI section took beyond its share; the simplification pass that
-// follows pays it back.
+// TestCodeBudget: the non-test source stays within its budget, blanks and
+// comments excluded. The design card's is 5,200: 4,500 (issue 21), plus 60
+// for the hardening of issue 28, 350 for the OpenAPI schema of issue 26, 80
+// for issue 30, 150 for the release and metrics of issue 29 and 60 for the
+// memo of issue 31. The source is over it, by what SPEC §17's converter,
+// cross-check and draft took beyond their share (about 500 lines, not 350)
+// after two simplification passes over every file paid back what they could
+// (README, "Auditing"): this limit holds it where it stands, and the next
+// simplification lowers it.
 func TestCodeBudget(t *testing.T) {
 	t.Parallel()
 	total := 0
@@ -5698,7 +5700,7 @@ func TestCodeBudget(t *testing.T) {
 		}
 		total += codeLines(src)
 	}
-	const budget = 5450
+	const budget = 5400
 	if total > budget {
 		t.Errorf("the non-test source is %d code lines, over the budget of %d", total, budget)
 	}
