@@ -2523,3 +2523,29 @@ func TestSharedScanErrorAdvisedOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestBusyWriteAnswerSaysDoNotRetry: a write whose answer finds the
+// process's body budget spent was sent, so it is outcome_unknown (SPEC §9),
+// and nothing in its message tells the model to retry it. Not parallel: it
+// spends the process's budget.
+func TestBusyWriteAnswerSaysDoNotRetry(t *testing.T) {
+	f := newInvNetBox(t)
+	var held atomic.Int64
+	f.setBefore(func(r *http.Request) {
+		if r.Method == http.MethodPost && held.Load() == 0 {
+			n := netboxBodies.left.Load()
+			netboxBodies.take(n)
+			held.Store(n)
+		}
+	})
+	defer func() { netboxBodies.give(held.Load()) }()
+	cs := connect(t, newBridge(f, true), protocolVersions[0], nil)
+	r := call(t, cs, "plugin_call_tool", map[string]any{"plugin": "inv", "tool": "create", "arguments": map[string]any{"name": "busy"}})
+	wantError(t, r, "outcome_unknown", true)
+	if held.Load() == 0 {
+		t.Fatal("the write never reached NetBox")
+	}
+	if rest := strings.ReplaceAll(r.text, "do not retry blindly", ""); strings.Contains(strings.ToLower(rest), "retry") {
+		t.Errorf("a write of unknown outcome tells the model to retry: %q", r.text)
+	}
+}

@@ -159,7 +159,7 @@ func authorization(token string) (string, error) {
 var (
 	errTooLarge = errors.New("body exceeds its size limit")
 	errBudget   = errors.New("discovery bodies exceed the scan's aggregate limit")
-	errBusy     = errors.New("the bridge holds as many bodies in memory as it may at once; retry in a moment")
+	errBusy     = errors.New("the bridge holds as many bodies in memory as it may at once, for the moment")
 )
 
 // requestsInFlight is how many requests one scan keeps in flight at most.
