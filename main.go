@@ -51,6 +51,7 @@ import (
 	"runtime/debug"
 	rtmetrics "runtime/metrics"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -1585,10 +1586,16 @@ func loadOpenAPI(ctx context.Context, c *client, file string) (*openapi, error) 
 	return readOpenAPI(resp.body)
 }
 
-// operation is the operation of method at path, if the document has it.
-func (o *openapi) operation(path, method string) (value, bool) {
-	item, _ := decode(o.paths[path], openapiLimits) // checked whole already
-	return item.get(strings.ToLower(method))
+// operation is the operation of method at path, if the document has it;
+// a path item over openapiPartLimits is an error.
+func (o *openapi) operation(path, method string) (op value, found bool, err error) {
+	raw, found := o.paths[path]
+	if found {
+		var item value
+		item, err = decode(raw, openapiPartLimits)
+		op, found = item.get(strings.ToLower(method))
+	}
+	return op, found, err
 }
 
 // converter turns drf-spectacular's OpenAPI 3.0 schemas into the bridge-v1
@@ -1598,11 +1605,17 @@ func (o *openapi) operation(path, method string) (value, bool) {
 type converter struct {
 	*openapi
 	dropped []string // "location: keyword", for draft's comments
+	left    int      // the schemas it may still convert, of convertSchemas
 }
 
 // convertDepth bounds the nesting of one conversion: deeper is a hostile
-// document, or $refs that never end.
-const convertDepth = 32
+// document, or $refs that never end. convertSchemas bounds the schemas one
+// tool's conversion visits: $refs shared at every level would inline into
+// billions without a loop or a deep one.
+const (
+	convertDepth   = 32
+	convertSchemas = 1 << 14
+)
 
 // combinators are the combining keywords drf-spectacular writes.
 var combinators = []string{"allOf", "oneOf", "anyOf"}
@@ -1613,9 +1626,12 @@ var keptKeywords = []string{"type", "enum", "const", "required", "minItems", "ma
 	"multipleOf", "exclusiveMinimum", "exclusiveMaximum", "title", "description", "default", "deprecated", "readOnly", "writeOnly"}
 
 func (c *converter) convert(v value, at string, depth int, refs []string) (value, error) {
+	c.left--
 	switch {
 	case depth > convertDepth:
 		return value{}, fmt.Errorf("%s: nested deeper than %d schemas", at, convertDepth)
+	case c.left < 0:
+		return value{}, fmt.Errorf("%s: its $refs inline to more than %d schemas", at, convertSchemas)
 	case v.kind == kindBool:
 		return v, nil
 	case v.kind != kindObject:
@@ -1631,7 +1647,11 @@ func (c *converter) convert(v value, at string, depth int, refs []string) (value
 			return value{}, fmt.Errorf("%s: $ref loop %s", at, strings.Join(append(refs, name), " → "))
 		}
 		if _, ok := c.decoded[name]; !ok {
-			c.decoded[name], _ = decode(raw, openapiLimits)
+			v, err := decode(raw, openapiPartLimits)
+			if err != nil {
+				return value{}, fmt.Errorf("%s: $ref %s: %v", at, quote(clip(ref.s, 100)), err)
+			}
+			c.decoded[name] = v
 		}
 		return c.convert(c.decoded[name], at, depth+1, append(refs, name))
 	}
@@ -1689,13 +1709,13 @@ func (c *converter) convert(v value, at string, depth int, refs []string) (value
 // object] as the integer id; members of one scalar type as that type, with
 // the loosest of their bounds. Anything else is noted and accepts any value.
 func (c *converter) combine(k string, list value, at string, depth int, refs []string) (value, error) {
-	integer := slices.IndexFunc(list.arr, func(m value) bool { t, _ := m.get("type"); return t.s == "integer" && k != "allOf" })
+	integer := slices.IndexFunc(list.arr, func(m value) bool { t, _ := m.get("type"); return t.s == "integer" })
 	switch n := len(list.arr); {
 	case n == 1:
 		return c.convert(list.arr[0], at, depth+1, refs)
 	case n == 2 && equal(list.arr[1], value{kind: kindObject, obj: []member{{"type", stringValue("array")}, {"items", list.arr[0]}}}):
 		return c.convert(list.arr[0], at, depth+1, refs)
-	case integer >= 0:
+	case n == 2 && k != "allOf" && integer >= 0 && objectSchema(list.arr[1-integer]): // a related object: its id, or the object
 		return c.convert(list.arr[integer], at, depth+1, refs)
 	}
 	var conv []value
@@ -1734,6 +1754,14 @@ func (c *converter) combine(k string, list value, at string, depth int, refs []s
 		}
 	}
 	return merged, nil
+}
+
+// objectSchema reports whether an OpenAPI schema is an object's: a $ref,
+// an allOf (drf-spectacular wraps a nullable $ref in one) or type object.
+func objectSchema(v value) bool {
+	_, ref := v.get("$ref")
+	_, wrapped := v.get("allOf")
+	return ref || wrapped || typesOf(v) == typeObject
 }
 
 // set puts key: val into the object v, which this file built, in place of
@@ -1807,18 +1835,22 @@ func (c *converter) response(op value, at string) (value, error) {
 // located at tools.<name>.openapi.
 func crossCheckTool(o *openapi, slug string, t *tool, ps, notes *problems) {
 	at, path := "tools."+t.name+".openapi", "/api/plugins/"+slug+"/"+t.path
-	op, found := o.operation(path, t.method)
-	if !found && t.method == http.MethodHead { // drf-spectacular writes GET only: HEAD answers as GET does
-		op, found = o.operation(path, http.MethodGet)
+	op, found, err := o.operation(path, t.method)
+	if !found && err == nil && t.method == http.MethodHead { // drf-spectacular writes GET only: HEAD answers as GET does
+		op, found, err = o.operation(path, http.MethodGet)
 	}
-	if !found {
+	switch {
+	case err != nil:
+		notes.add(at, "NetBox's API schema of %s could not be read, so the tool was not compared: %v", path, err)
+		return
+	case !found:
 		ps.add(at, "NetBox's API schema has no %s %s", t.method, path)
 		return
 	}
 	descriptor := decodeChecked(t.descriptor)
 	input, _ := descriptor.get("inputSchema")
 	output, _ := descriptor.get("outputSchema")
-	c := &converter{openapi: o}
+	c := &converter{openapi: o, left: convertSchemas}
 	in, err := c.request(op, t.method, at)
 	switch {
 	case err != nil:
@@ -1834,11 +1866,11 @@ func crossCheckTool(o *openapi, slug string, t *tool, ps, notes *problems) {
 	}
 }
 
-// The bounds crossCheck compares, the least ones first.
-var (
-	leastBounds = []string{"minLength", "minItems", "minProperties", "minimum", "exclusiveMinimum"}
-	mostBounds  = []string{"maxLength", "maxItems", "maxProperties", "maximum", "exclusiveMaximum"}
-)
+// The bounds crossCheck compares, each one bound however written: a
+// number's lower bound is minimum or exclusiveMinimum, whichever is the
+// stricter.
+var boundKeywords = [][]string{{"minLength"}, {"minItems"}, {"minProperties"}, {"minimum", "exclusiveMinimum"},
+	{"maxLength"}, {"maxItems"}, {"maxProperties"}, {"maximum", "exclusiveMaximum"}}
 
 // crossCheck compares the manifest's schema m with the serializer's s, both
 // in the subset, at loc. An input must not allow what the serializer
@@ -1864,22 +1896,18 @@ func crossCheck(m, s value, loc string, answer, query bool, ps, notes *problems)
 	if of.kind == kindArray && (in.kind != kindArray || slices.ContainsFunc(in.arr, func(e value) bool { return !slices.ContainsFunc(of.arr, func(f value) bool { return equal(e, f) }) })) {
 		ps.add(loc, "the manifest has enum %s; the serializer %s %s", clip(string(encode(enumOf(m))), clipLimit), side, clip(string(encode(enumOf(s))), clipLimit))
 	}
-	for i, kw := range append(slices.Clip(leastBounds), mostBounds...) {
-		mb, hasM := m.get(kw)
-		sb, hasS := s.get(kw)
-		order := 0 // > 0: the manifest is stricter
-		switch {
-		case hasM && hasS:
-			order = exact(mb.s).Cmp(exact(sb.s)) * (1 - 2*(i/len(leastBounds)))
-		case hasM:
-			order = 1
-		case hasS:
-			order = -1
+	for _, kws := range boundKeywords {
+		lower := strings.HasPrefix(kws[0], "min")
+		mk, mb := boundOf(m, kws, lower)
+		sk, sb := boundOf(s, kws, lower)
+		show := func(k, n string) string { // "none", "10" or "exclusiveMinimum 0"
+			return cmp.Or(strings.TrimPrefix(strings.TrimSpace(k+" "+n), kws[0]+" "), "none")
 		}
-		msg := fmt.Sprintf("%s: the manifest has %s; the serializer %s %s", kw, cmp.Or(mb.s, "none"), side, cmp.Or(sb.s, "none"))
-		if order < 0 && !answer {
+		msg := fmt.Sprintf("%s: the manifest has %s; the serializer %s %s", kws[0], show(mk, mb), side, show(sk, sb))
+		switch order := stricter(mk, mb, sk, sb, lower); { // > 0: the manifest's
+		case order < 0 && !answer, order > 0 && answer && sk != "": // an input the serializer refuses; an answer it allows the manifest refuses
 			ps.add(loc, "%s", msg)
-		} else if order > 0 {
+		case order > 0:
 			notes.add(loc, "%s (the manifest is stricter)", msg)
 		}
 	}
@@ -1891,8 +1919,12 @@ func crossCheck(m, s value, loc string, answer, query bool, ps, notes *problems)
 			left = append(left, p.key)
 		}
 	}
-	if len(left) > 0 {
-		notes.add(loc, "the manifest leaves out %d of the serializer's fields: %s", len(left), clip(strings.Join(left, ", "), problemClip))
+	closed, _ := m.get("additionalProperties")
+	switch fields := clip(strings.Join(left, ", "), problemClip); {
+	case len(left) > 0 && answer && closed.kind == kindBool && !closed.b:
+		ps.add(loc, "additionalProperties false refuses %d of the fields the serializer answers: %s", len(left), fields)
+	case len(left) > 0:
+		notes.add(loc, "the manifest leaves out %d of the serializer's fields: %s", len(left), fields)
 	}
 	for _, p := range mp.obj {
 		sv, found := sp.get(p.key)
@@ -1908,9 +1940,17 @@ func crossCheck(m, s value, loc string, answer, query bool, ps, notes *problems)
 	}
 	mr, _ := m.get("required")
 	sr, _ := s.get("required")
+	lacks := func(list value, r value) bool {
+		return !slices.ContainsFunc(list.arr, func(e value) bool { return e.s == r.s })
+	}
 	for _, r := range sr.arr {
-		if !answer && !slices.ContainsFunc(mr.arr, func(e value) bool { return e.s == r.s }) {
+		if !answer && lacks(mr, r) {
 			ps.add(child(loc, r.s), "the serializer requires it; the manifest does not")
+		}
+	}
+	for _, r := range mr.arr { // a note: DRF answers every field, required by the schema or not
+		if answer && named && lacks(sr, r) {
+			notes.add(child(loc, r.s), "the manifest requires it; the serializer's schema does not say it always answers it")
 		}
 	}
 	mi, hasM := m.get("items")
@@ -1918,6 +1958,31 @@ func crossCheck(m, s value, loc string, answer, query bool, ps, notes *problems)
 	if hasM && hasS {
 		crossCheck(mi, si, loc+"[]", answer, false, ps, notes)
 	}
+}
+
+// boundOf is v's strictest bound written with one of kws: the keyword
+// and its number, "" for none.
+func boundOf(v value, kws []string, lower bool) (kw, n string) {
+	for _, k := range kws {
+		if b, ok := v.get(k); ok && b.kind == kindNumber && stricter(k, b.s, kw, n, lower) > 0 {
+			kw, n = k, b.s
+		}
+	}
+	return kw, n
+}
+
+// stricter compares bound a (keyword ak, "" for none) with bound b: > 0
+// when a is the stricter. No bound is the loosest; a greater lower bound or
+// a lesser upper one is stricter, and at one number an exclusive one.
+func stricter(ak, a, bk, b string, lower bool) int {
+	if ak == "" || bk == "" {
+		return cmp.Compare(len(ak), 0) - cmp.Compare(len(bk), 0)
+	}
+	c := exact(a).Cmp(exact(b))
+	if !lower {
+		c = -c
+	}
+	return cmp.Or(c, cmp.Compare(strings.Count(ak, "exclusive"), strings.Count(bk, "exclusive")))
 }
 
 // typesOf is the types a schema value declares, 0 for any.
@@ -1959,11 +2024,10 @@ func runDraft(o *options, stdout io.Writer, env environment) int {
 	prefix := "/api/plugins/" + o.plugin + "/"
 	if len(o.operations) == 0 {
 		for _, path := range slices.Sorted(maps.Keys(doc.paths)) {
-			item, _ := decode(doc.paths[path], openapiLimits)
-			for _, m := range item.obj {
-				rel, ours := strings.CutPrefix(path, prefix)
-				if _, _, err := draftTool(doc, o.plugin, strings.ToUpper(m.key), rel, map[string]bool{}); ours && err == nil {
-					fmt.Fprintf(stdout, "%s %s\n", strings.ToUpper(m.key), rel)
+			rel, ours := strings.CutPrefix(path, prefix)
+			for _, method := range slices.Sorted(maps.Keys(methodEffects)) {
+				if _, _, err := draftTool(doc, o.plugin, method, rel, map[string]bool{}); ours && err == nil {
+					fmt.Fprintf(stdout, "%s %s\n", method, rel)
 				}
 			}
 		}
@@ -2018,16 +2082,18 @@ func openOpenAPI(o *options, env environment) (*openapi, func(), error) {
 // answer, each within SPEC §4 and §5's bounds; and comments on what it left
 // out.
 func draftTool(o *openapi, slug, method, rel string, taken map[string]bool) (tool string, comments []string, err error) {
-	op, found := o.operation("/api/plugins/"+slug+"/"+rel, method)
+	op, found, err := o.operation("/api/plugins/"+slug+"/"+rel, method)
 	switch {
 	case strings.ContainsAny(rel, "{}"):
 		return "", nil, errors.New("its path is templated: a bridge-v1 tool has a fixed path")
+	case err != nil:
+		return "", nil, err
 	case !found:
 		return "", nil, fmt.Errorf("NetBox's API schema has no %s /api/plugins/%s/%s", method, slug, rel)
 	case methodEffects[method] == nil || checkToolPath(rel) != nil:
 		return "", nil, errors.New("bridge v1 has no such method or path")
 	}
-	c := &converter{openapi: o}
+	c := &converter{openapi: o, left: convertSchemas}
 	in, err := c.request(op, method, "inputSchema")
 	if t, _ := in.get("type"); err == nil && in.kind != kindNull && t.s != "object" {
 		err = errors.New("its request body is not a JSON object (NetBox's bulk operations take arrays)")
@@ -2041,34 +2107,46 @@ func draftTool(o *openapi, slug, method, rel string, taken map[string]bool) (too
 	in = set(set(in, "type", stringValue("object")), "additionalProperties", value{kind: kindBool})
 	props, _ := in.get("properties")
 	required, _ := in.get("required")
-	lookup := func(m member) bool { return strings.Contains(m.key, "__") }
-	for n := len(props.obj); ; { // a query's parameters that the rules refuse go, then while too large the lookups, then the last
-		var ps problems
-		if ps.checkInputSchema(in, "inputSchema", method); len(ps) == 0 {
-			if n > len(props.obj) {
-				comments = append(comments, fmt.Sprintf("%d of its %d query parameters left out (lookups such as name__ic first), to fit bridge v1's schema bounds and query rule",
-					n-len(props.obj), n))
+	all, left := props.obj, 0
+	fit := func(drop func(i int, m member) bool) (ps problems) { // keeps every parameter drop does not name, and the required
+		var kept []member
+		for i, m := range all {
+			if !drop(i, m) || slices.ContainsFunc(required.arr, func(r value) bool { return r.s == m.key }) {
+				kept = append(kept, m)
 			}
-			break
 		}
-		refused := func(m member) bool {
-			return slices.ContainsFunc(ps, func(p problem) bool { return p.Location == child("inputSchema.properties", m.key) })
+		in, left = set(in, "properties", value{kind: kindObject, obj: kept}), len(all)-len(kept)
+		ps.checkInputSchema(in, "inputSchema", method)
+		return ps
+	}
+	ps := fit(func(int, member) bool { return false })
+	if first := ps; len(ps) > 0 && (method == http.MethodGet || method == http.MethodHead) {
+		// A query's parameters that the rules refuse go; then, while it is
+		// too large, the lookups (name__ic); then the most of the first
+		// parameters that fit, found by halving.
+		refused := func(_ int, m member) bool {
+			return slices.ContainsFunc(first, func(p problem) bool {
+				return strings.HasPrefix(p.Location+".", child("inputSchema.properties", m.key)+".")
+			})
 		}
-		switch {
-		case method != http.MethodGet && method != http.MethodHead || len(props.obj) == 0:
-			return "", nil, fmt.Errorf("its input breaks a bridge-v1 rule: %v", &ps[0])
-		case slices.ContainsFunc(props.obj, refused):
-			props.obj = slices.DeleteFunc(props.obj, refused)
-		case slices.ContainsFunc(props.obj, lookup):
-			props.obj = slices.DeleteFunc(props.obj, lookup)
-		default:
-			props.obj = props.obj[:len(props.obj)-1]
+		lookup := func(i int, m member) bool { return refused(i, m) || strings.Contains(m.key, "__") }
+		beyond := func(n int) func(int, member) bool {
+			return func(i int, m member) bool { return lookup(i, m) || i >= n }
 		}
-		required.arr = slices.DeleteFunc(required.arr, func(r value) bool { _, kept := props.get(r.s); return !kept })
-		in = set(set(in, "properties", props), "required", required)
+		if ps = fit(refused); len(ps) > 0 {
+			if ps = fit(lookup); len(ps) > 0 {
+				ps = fit(beyond(sort.Search(len(all), func(n int) bool { return len(fit(beyond(n+1))) > 0 })))
+			}
+		}
+	}
+	if len(ps) > 0 {
+		return "", nil, fmt.Errorf("its input breaks a bridge-v1 rule: %v", &ps[0])
+	}
+	if left > 0 {
+		comments = append(comments, fmt.Sprintf("%d of its %d query parameters left out (lookups such as name__ic first), to fit bridge v1's schema bounds and query rule",
+			left, len(all)))
 	}
 	out, err := c.response(op, "outputSchema")
-	var ps problems
 	if err == nil && out.kind != kindNull && compileSchema(out, "outputSchema", &ps) == nil {
 		err = &ps[0]
 	}

@@ -50,8 +50,11 @@ var (
 	schemaLimits   = limits{bytes: 64 << 10, depth: 16, values: 2048}
 	instanceLimits = limits{bytes: 256 << 10, depth: 32, values: 10000} // arguments and target bodies
 	// NetBox's OpenAPI document (SPEC §17), about 20 MB with a few plugins,
-	// is checked whole but never decoded whole: see members.
-	openapiLimits = limits{bytes: 64 << 20, depth: 64, values: 8 << 20}
+	// is checked whole but never decoded whole: see members. A path item or
+	// a component schema is decoded alone, within openapiPartLimits (NetBox
+	// 4.7's largest has 3,814 values).
+	openapiLimits     = limits{bytes: 64 << 20, depth: 64, values: 8 << 20}
+	openapiPartLimits = limits{bytes: 64 << 20, depth: 64, values: 1 << 16}
 )
 
 // numberTokenLimit bounds the text of one number token so that exact
