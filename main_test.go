@@ -2844,7 +2844,8 @@ func httpSession(t *testing.T, url, auth, version string) *mcp.ClientSession {
 	return cs
 }
 
-// postMCP sends one raw JSON-RPC message to /mcp.
+// postMCP sends one raw JSON-RPC message to /mcp; a Host in header is the
+// request's Host.
 func postMCP(t *testing.T, url string, header http.Header, body string) *http.Response {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(body))
@@ -2854,6 +2855,7 @@ func postMCP(t *testing.T, url string, header http.Header, body string) *http.Re
 	for k, v := range header {
 		req.Header[k] = v
 	}
+	req.Host = cmp.Or(header.Get("Host"), req.Host)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -4498,22 +4500,12 @@ func TestHTTPRefusalsSayWhy(t *testing.T) {
 	for _, c := range []struct {
 		header, value string
 	}{{"Origin", "https://evil.example"}, {"Host", "evil.example"}} {
-		req, _ := http.NewRequest(http.MethodPost, caller.URL+"/mcp", strings.NewReader(ping))
-		req.Header.Set("Authorization", "Bearer nbt_k1.s1")
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if c.header == "Host" {
-			req.Host = c.value
-		} else {
-			req.Header.Set("Origin", c.value)
-			req.Header.Set("Sec-Fetch-Site", "cross-site")
+		header := http.Header{"Authorization": {"Bearer nbt_k1.s1"}, c.header: {c.value}}
+		if c.header == "Origin" {
+			header.Set("Sec-Fetch-Site", "cross-site")
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := postMCP(t, caller.URL, header, ping)
 		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
 		if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), c.header) || !strings.Contains(string(body), c.value) {
 			t.Errorf("%s %s: %d %q, want 403 naming the header and its value", c.header, c.value, resp.StatusCode, body)
 		}
@@ -6042,17 +6034,8 @@ func TestOperatorSettings(t *testing.T) {
 	srv := httptest.NewServer(newFront(newMCPServer(b, slog.New(slog.DiscardHandler)), slog.New(slog.NewJSONHandler(&log, nil)), "mcp.example.com"))
 	t.Cleanup(srv.Close)
 	for host, want := range map[string]int{"mcp.example.com": http.StatusOK, "mcp.example.com:443": http.StatusOK, "evil.example": http.StatusForbidden} {
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-		req.Host = host
-		req.Header.Set("Authorization", "Bearer nbt_k1.s1")
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := postMCP(t, srv.URL, http.Header{"Authorization": {"Bearer nbt_k1.s1"}, "Host": {host}}, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
 		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
 		if resp.StatusCode != want || want == http.StatusForbidden && !strings.Contains(string(body), "--allowed-hosts") {
 			t.Errorf("Host %s with --allowed-hosts mcp.example.com: %d %q, want %d", host, resp.StatusCode, body, want)
 		}

@@ -602,16 +602,22 @@ func TestInvalidArgumentsSendNothing(t *testing.T) {
 	wantError(t, r, "invalid_request", false)
 }
 
+// storeBridge is a session with the plugin store, whose write put takes
+// any x.
+func storeBridge(t *testing.T) (*fakeNetBox, *mcp.ClientSession) {
+	f := newInvNetBox(t)
+	anything := toolSpec{Name: "put", Title: "Put", Description: "Store anything.", Method: "PUT", Path: "any/", Effect: "write",
+		InputSchema: json.RawMessage(`{"type": "object", "additionalProperties": false, "properties": {"x": true}}`)}
+	f.addPlugin("store", anything)
+	return f, connect(t, newBridge(f, true), protocolVersions[0], nil)
+}
+
 // TestArgumentBounds: SPEC §5 bounds arguments as an instance, 256 KiB,
 // depth 32 and 10,000 values; at each bound a call goes through, one past
 // it the arguments are refused before anything is sent.
 func TestArgumentBounds(t *testing.T) {
 	t.Parallel()
-	f := newInvNetBox(t)
-	anything := toolSpec{Name: "put", Title: "Put", Description: "Store anything.", Method: "PUT", Path: "any/", Effect: "write",
-		InputSchema: json.RawMessage(`{"type": "object", "additionalProperties": false, "properties": {"x": true}}`)}
-	f.addPlugin("store", anything)
-	cs := connect(t, newBridge(f, true), protocolVersions[0], nil)
+	f, cs := storeBridge(t)
 	// The compact arguments {"x":…}: 6 bytes around a string's content,
 	// the object and its member are depth 1 and 2 values.
 	cases := []struct {
@@ -648,11 +654,7 @@ func TestArgumentBounds(t *testing.T) {
 // not even the discovery GETs that a call with valid arguments makes.
 func TestCallBeyondTheBoundsSendsNothing(t *testing.T) {
 	t.Parallel()
-	f := newInvNetBox(t)
-	anything := toolSpec{Name: "put", Title: "Put", Description: "Store anything.", Method: "PUT", Path: "any/", Effect: "write",
-		InputSchema: json.RawMessage(`{"type": "object", "additionalProperties": false, "properties": {"x": true}}`)}
-	f.addPlugin("store", anything)
-	cs := connect(t, newBridge(f, true), protocolVersions[0], nil)
+	f, cs := storeBridge(t)
 	for _, c := range []struct{ name, args string }{
 		{"1 MiB", `{"x":"` + strings.Repeat("a", 1<<20) + `"}`},
 		{"depth 64", `{"x":` + nested(63) + `}`},
