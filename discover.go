@@ -520,7 +520,11 @@ type parsedManifest struct {
 func (d *discovery) manifest(ctx context.Context, slug string, light bool) (m *manifest, err error) {
 	path := "/api/plugins/" + slug + "/mcp/"
 	err = d.fetch(ctx, path, manifestLimits.bytes, func(body []byte) error {
-		parsed := remember(fmt.Sprint("manifest, light ", light), body, len(body)*map[bool]int{true: 2, false: 24}[light], func() parsedManifest {
+		scope, charge := "manifest", 24*len(body) // a compiled schema of dense enums costs about 22 times its text
+		if light {
+			scope, charge = "manifest, light", 2*len(body)
+		}
+		parsed := remember(scope, body, charge, func() parsedManifest {
 			m, ps := parseManifest(body)
 			if light && m != nil {
 				m = m.withoutSchemas()

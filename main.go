@@ -583,11 +583,12 @@ func runServe(o *options, stdin io.Reader, stdout io.Writer, env environment) in
 	defer func() { signal.Stop(hup); close(hup) }()
 	go func() {
 		for range hup {
-			switch err := audit.reopen(); {
-			case o.auditFile == "":
-			case err != nil:
+			if o.auditFile == "" {
+				continue // nothing to reopen
+			}
+			if err := audit.reopen(); err != nil {
 				logger.Error("SIGHUP: the audit file could not be reopened; the one open before stays in use", "file", o.auditFile, "error", err)
-			default:
+			} else {
 				logger.Info("SIGHUP: the audit file was reopened", "file", o.auditFile)
 			}
 		}
@@ -1047,6 +1048,7 @@ func (m *metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	samples[`body_budget_bytes_in_use{budget="netbox"}`] = netboxBodies.size - netboxBodies.left.Load()
 	samples[`body_budget_bytes_in_use{budget="requests"}`] = requestBodies.size - requestBodies.left.Load()
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	series := slices.Sorted(maps.Keys(samples))
 	for _, f := range metricFamilies {
 		fmt.Fprintf(w, "# HELP %[1]s%[2]s %[3]s\n# TYPE %[1]s%[2]s %[4]s\n", metricPrefix, f.name, f.help, f.kind)
 		if f.kind == "histogram" { // the buckets in order, then the sum and the count
@@ -1056,9 +1058,9 @@ func (m *metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintf(w, "%[1]s%[2]s_sum %[3]g\n%[1]s%[2]s_count %[4]d\n", metricPrefix, f.name, float64(m.micros.Load())/1e6, m.buckets[len(m.buckets)-1].Load())
 			continue
 		}
-		for _, series := range slices.Sorted(maps.Keys(samples)) {
-			if name, _, _ := strings.Cut(series, "{"); name == f.name {
-				fmt.Fprintf(w, "%s%s %d\n", metricPrefix, series, samples[series])
+		for _, s := range series {
+			if name, _, _ := strings.Cut(s, "{"); name == f.name {
+				fmt.Fprintf(w, "%s%s %d\n", metricPrefix, s, samples[s])
 			}
 		}
 	}

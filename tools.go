@@ -762,27 +762,29 @@ func (b *bridge) refusal(ct catalogTool) (code, message string) {
 // outcome. Each decision is audited; nothing is sent unless its
 // dispatching record was written first (SPEC §13).
 func (b *bridge) write(ctx context.Context, req *mcp.CallToolRequest, a *callArgs, p prepared, branchErr error) ([]byte, error) {
+	refused := func(decision string) { // audited and counted
+		b.audit.write(ctx, b.auditRecord(a, p, decision))
+		b.count("writes_total", "outcome", "refused")
+	}
+
 	// Decide: the branch, the dry run, the policy.
 	code, refusal := b.refusal(p.ct)
 	switch {
 	case branchErr != nil && code == "":
-		b.audit.write(ctx, b.auditRecord(a, p, "branch_unavailable"))
-		b.count("writes_total", "outcome", "refused")
+		refused("branch_unavailable")
 		return nil, branchErr
 	case a.dryRun:
 		b.audit.write(ctx, b.auditRecord(a, p, "dry_run"))
 		return dryRunDocument(p, b.client.branch, refusal), nil
 	case code != "":
-		b.audit.write(ctx, b.auditRecord(a, p, code))
-		b.count("writes_total", "outcome", "refused")
+		refused(code)
 		return nil, &bridgeError{Code: code, Message: refusal}
 	}
 
 	// Ask: a human confirms exactly this request when the mode asks for it.
 	if err := b.confirmWrite(ctx, req, p); err != nil {
 		if _, ask := errors.AsType[*inputRequired](err); !ask { // else not decided yet: the client asks and calls again
-			b.audit.write(ctx, b.auditRecord(a, p, "not_confirmed"))
-			b.count("writes_total", "outcome", "refused")
+			refused("not_confirmed")
 		}
 		return nil, err
 	}
