@@ -1749,6 +1749,14 @@ backend bridge
 	second := client(3, func() {
 		settle(n1+n2+1+1+1+4, r1, r2) // the 401 probe, initialize, initialized, 4 calls
 		r2Before, _ = posts(r2)
+		// HAProxy logs a request after the replica has: wait for its lines of
+		// them too, so that the last answer of r1 is not read as after the kill.
+		logged := func() int {
+			return len(slices.DeleteFunc(hpLines(0), func(l string) bool { return !strings.Contains(l, " POST /mcp ") }))
+		}
+		for deadline := time.Now().Add(5 * time.Second); logged() < n1+n2+1+1+1+4 && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
 		killedAt = len(hpLines(0))
 		r1.cmd.Process.Signal(syscall.SIGKILL)
 		<-r1.done
